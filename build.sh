@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# build.sh: PCIe P2P for consumer NVIDIA GPUs on NVIDIA's open kernel modules.
+# A small dispatcher: the stages live in lib/<NN>-<stage>.sh, in flow order;
+# each command's help sits next to its code (help_<command>).
+set -euo pipefail
+shopt -s inherit_errexit
+
+P2P_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib"
+readonly P2P_VERSION="0.1.0"
+
+# shellcheck source=lib/common.sh
+source "${P2P_LIB_DIR}/common.sh"
+# shellcheck source=lib/versions.sh
+source "${P2P_LIB_DIR}/versions.sh"
+# shellcheck source=lib/10-preflight.sh
+source "${P2P_LIB_DIR}/10-preflight.sh"
+# shellcheck source=lib/20-fetch.sh
+source "${P2P_LIB_DIR}/20-fetch.sh"
+# shellcheck source=lib/30-verify.sh
+source "${P2P_LIB_DIR}/30-verify.sh"
+# shellcheck source=lib/40-patch.sh
+source "${P2P_LIB_DIR}/40-patch.sh"
+# shellcheck source=lib/50-build.sh
+source "${P2P_LIB_DIR}/50-build.sh"
+# shellcheck source=lib/60-install.sh
+source "${P2P_LIB_DIR}/60-install.sh"
+# shellcheck source=lib/70-userspace.sh
+source "${P2P_LIB_DIR}/70-userspace.sh"
+# shellcheck source=lib/commands.sh
+source "${P2P_LIB_DIR}/commands.sh"
+
+# Where versions.conf, series and patches/ are. NVP2P_DATA_DIR lets tests point
+# at fixture data; users have no reason to set it.
+P2P_DATA_DIR="${NVP2P_DATA_DIR:-$(dirname "${P2P_LIB_DIR}")}"
+# The sysfs to inspect (tests use fixture trees).
+P2P_SYSFS="${NVP2P_SYSFS:-/sys}"
+
+P2P_CACHE_DIR=""
+P2P_WORK_DIR=""
+P2P_ROOT=""
+P2P_SOURCE=""
+P2P_OUT=""
+P2P_KERNEL=""
+P2P_KERNEL_SRC=""
+P2P_RUN_FILE=""
+P2P_RUN_SHA256=""
+P2P_NO_RUN=0
+P2P_NO_USERSPACE=0
+P2P_NO_CCACHE=0
+P2P_HELP=0
+
+# Options each command accepts (besides the global ones).
+declare -A P2P_CMD_OPTS=(
+  [all]="--source --kernel --kernel-src --run --run-sha256 --no-userspace --no-ccache"
+  [fetch]="--source --run --run-sha256 --no-run"
+  [patch]="--source --out"
+  [build]="--source --kernel --kernel-src --no-ccache"
+  [install]="--kernel --run --run-sha256 --no-userspace"
+  [uninstall]="--kernel"
+  [preflight]="--kernel"
+  [list]=""
+  [check]=""
+)
+
+# parse_stage_args CMD TAGVAR ARGS...: the command's options, and its one
+# positional argument (a tag) into the variable named TAGVAR.
+parse_stage_args() {
+  local cmd=$1 tagvar=$2 opt value
+  shift 2
+  while [[ $# -gt 0 ]]; do
+    opt=$1
+    case ${opt} in
+    --*=*)
+      value=${opt#*=}
+      opt=${opt%%=*}
+      set -- "${opt}" "${value}" "${@:2}"
+      ;;
+    esac
+    case ${opt} in
+    --no-run | --no-userspace | --no-ccache)
+      allowed_opt "${cmd}" "${opt}"
+      case ${opt} in
+      --no-run) P2P_NO_RUN=1 ;;
+      --no-userspace) P2P_NO_USERSPACE=1 ;;
+      --no-ccache) P2P_NO_CCACHE=1 ;;
+      esac
+      shift
+      ;;
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256)
+      allowed_opt "${cmd}" "${opt}"
+      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
+      set_opt_value "${opt}" "$2"
+      shift 2
+      ;;
+    -*)
+      die "${EX_USAGE}" "unknown option '${opt}' for ${cmd} (see: build.sh help ${cmd})"
+      ;;
+    *)
+      [[ -z ${!tagvar} ]] || die "${EX_USAGE}" "unexpected argument '${opt}'"
+      printf -v "${tagvar}" '%s' "${opt}"
+      shift
+      ;;
+    esac
+  done
+  if [[ -n ${P2P_KERNEL} && -n ${P2P_KERNEL_SRC} ]]; then
+    die "${EX_USAGE}" "--kernel and --kernel-src exclude each other"
+  fi
+}
+
+allowed_opt() {
+  [[ " ${P2P_CMD_OPTS[$1]} " == *" $2 "* ]] ||
+    die "${EX_USAGE}" "option $2 does not apply to ${1/all/the pipeline} (see: build.sh help $1)"
+}
+
+set_opt_value() {
+  case $1 in
+  --source) P2P_SOURCE=$(abs_path "$2") ;;
+  --out) P2P_OUT=$(abs_path "$2") ;;
+  --kernel)
+    [[ $2 =~ ^[A-Za-z0-9._+~-]+$ ]] || die "${EX_USAGE}" "--kernel '$2' is not a kernel release"
+    P2P_KERNEL=$2
+    ;;
+  --kernel-src) P2P_KERNEL_SRC=$(abs_path "$2") ;;
+  --run) P2P_RUN_FILE=$(abs_path "$2") ;;
+  --run-sha256)
+    [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
+    P2P_RUN_SHA256=${2,,}
+    ;;
+  esac
+}
+
+abs_path() {
+  case $1 in
+  /*) printf '%s\n' "$1" ;;
+  *) printf '%s/%s\n' "$(pwd -P)" "$1" ;;
+  esac
+}
+
+lock_release() {
+  if [[ -n ${P2P_LOCK_FD} ]]; then
+    exec {P2P_LOCK_FD}>&-
+    P2P_LOCK_FD=""
+  fi
+}
+
+# main ARGS: global options anywhere; then a command, or a tag for the pipeline.
+main() {
+  local -a rest=()
+  local cmd
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+    --cache-dir | --work-dir | --root)
+      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "$1 needs a value"
+      case $1 in
+      --cache-dir) P2P_CACHE_DIR=$(abs_path "$2") ;;
+      --work-dir) P2P_WORK_DIR=$(abs_path "$2") ;;
+      --root) P2P_ROOT=$(abs_path "$2") ;;
+      esac
+      shift 2
+      ;;
+    --cache-dir=* | --work-dir=* | --root=*)
+      set -- "${1%%=*}" "${1#*=}" "${@:2}"
+      ;;
+    --dry-run) P2P_DRY_RUN=1 && shift ;;
+    --yes | -y) P2P_YES=1 && shift ;;
+    --verbose | -v) P2P_VERBOSE=1 && shift ;;
+    --help | -h) P2P_HELP=1 && shift ;;
+    --version)
+      printf 'build.sh %s\n' "${P2P_VERSION}"
+      return 0
+      ;;
+    --) shift && rest+=("$@") && break ;;
+    *) rest+=("$1") && shift ;;
+    esac
+  done
+  P2P_ROOT=${P2P_ROOT%/}
+  P2P_CACHE_DIR=${P2P_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p}
+  P2P_WORK_DIR=${P2P_WORK_DIR:-${P2P_CACHE_DIR}/work}
+  set -- "${rest[@]+"${rest[@]}"}"
+  cmd=${1:-}
+  if [[ -z ${cmd} ]]; then
+    usage
+    [[ ${P2P_HELP} -eq 1 ]] && return "${EX_OK}"
+    return "${EX_USAGE}"
+  fi
+  if [[ ${cmd} == help ]]; then
+    cmd_help "${2:-}"
+    return 0
+  fi
+  case ${cmd} in
+  fetch | patch | build | install | uninstall | preflight | list | check | verify) shift ;;
+  [0-9]*) cmd=all ;;
+  *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
+  esac
+  if [[ ${P2P_HELP} -eq 1 ]]; then
+    cmd_help "${cmd}"
+    return 0
+  fi
+  install_traps
+  if [[ ${P2P_DRY_RUN} -eq 0 && ${cmd} != list && ${cmd} != check && ${cmd} != preflight ]]; then
+    log_open "${P2P_CACHE_DIR}/logs"
+    log_line "build.sh ${P2P_VERSION}: ${cmd} $*"
+  fi
+  "cmd_${cmd}" "$@"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi

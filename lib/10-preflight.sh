@@ -1,0 +1,153 @@
+# shellcheck shell=bash
+# lib/10-preflight.sh: stage 1, preflight. Checks made before anything changes.
+# With --dry-run a failed check is reported and the plan goes on; the run then
+# ends with the first failure's exit code.
+
+P2P_DRY_PROBLEM=0
+
+# preflight_fail CODE MESSAGE: die, or under --dry-run record and continue.
+preflight_fail() {
+  local code=$1
+  shift
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'PROBLEM: %s\n' "$*"
+    [[ ${P2P_DRY_PROBLEM} -ne 0 ]] || P2P_DRY_PROBLEM=${code}
+    return 0
+  fi
+  die "${code}" "$*"
+}
+
+# preflight_pipeline TAG: everything `build.sh <tag>` needs, checked up front.
+preflight_pipeline() {
+  local tag=$1 tool
+  stage preflight "tools, kernel headers, root, Secure Boot, userspace driver"
+  for tool in git make gcc quilt modinfo:kmod depmod:kmod tar; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 ||
+      preflight_fail "${EX_PREFLIGHT}" "'${tool%%:*}' is required but not installed (Debian package: ${tool#*:})"
+  done
+  if ! is_root; then
+    if command -v sudo >/dev/null 2>&1; then
+      note "not root: fetch, patch and build run as $(id -un); the install step will use sudo"
+    else
+      preflight_fail "${EX_PREFLIGHT}" "the install step needs root: run as root (sudo is not installed)"
+    fi
+  fi
+  preflight_kernel
+  preflight_secure_boot
+  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
+    if [[ "$(userspace_versions | tr '\n' ' ')" != "${tag} " ]]; then
+      preflight_fail "${EX_MISMATCH}" "--no-userspace, but the installed userspace driver is '$(userspace_versions | tr '\n' ' ')', not ${tag}"
+    fi
+  else
+    preflight_userspace_conflicts
+  fi
+}
+
+# preflight_kernel: headers for the target kernel (resolve_kernel dies without
+# them; under --dry-run the plan continues with the release alone).
+preflight_kernel() {
+  if [[ ${P2P_DRY_RUN} -eq 1 && -z ${P2P_KERNEL_SRC} ]]; then
+    local kver=${P2P_KERNEL:-$(uname -r)}
+    if [[ ! -e ${P2P_ROOT}/lib/modules/${kver}/build/Makefile ]]; then
+      preflight_fail "${EX_PREFLIGHT}" "no kernel headers for ${kver}; install them first: $(headers_package_hint "${kver}")"
+      set_kernel_target "${kver}" "(missing)" "(missing)"
+      return 0
+    fi
+  fi
+  resolve_kernel
+}
+
+# preflight_secure_boot: unsigned modules do not load under Secure Boot, and
+# installing them would leave the machine without a working driver.
+preflight_secure_boot() {
+  local efivar="${P2P_SYSFS}/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+  local enabled=0
+  if command -v mokutil >/dev/null 2>&1; then
+    mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled' && enabled=1
+  elif [[ -r ${efivar} ]]; then
+    [[ "$(od -An -tu1 -j4 -N1 "${efivar}" 2>/dev/null | tr -d ' ')" == 1 ]] && enabled=1
+  fi
+  if [[ ${enabled} -eq 1 ]]; then
+    preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled: the modules built here are unsigned and would not load; disable Secure Boot, or see README.md (Secure Boot)"
+  fi
+}
+
+help_preflight() {
+  cat <<'EOF'
+Usage: build.sh preflight [--kernel KVER]
+
+Report what matters for P2P on this machine, changing nothing: kernel headers,
+Secure Boot, NVIDIA GPUs and their BAR1 size (Resizable BAR), IOMMU, nouveau,
+the loaded driver and the userspace driver version. Exit 0 when nothing
+blocks an install, 10 otherwise.
+EOF
+}
+
+cmd_preflight() {
+  local tag="" kver fatal=0 gpu
+  parse_stage_args preflight tag "$@"
+  kver=${P2P_KERNEL:-$(uname -r)}
+  if [[ -e ${P2P_ROOT}/lib/modules/${kver}/build/Makefile ]]; then
+    report ok "kernel headers for ${kver}"
+  else
+    report fail "no kernel headers for ${kver}: $(headers_package_hint "${kver}")"
+    fatal=1
+  fi
+  if (P2P_DRY_RUN=0 preflight_secure_boot) 2>/dev/null; then
+    report ok "Secure Boot is off (or not detectable)"
+  else
+    report fail "Secure Boot is enabled: unsigned modules will not load"
+    fatal=1
+  fi
+  local -a gpus=()
+  mapfile -t gpus < <(nvidia_gpus)
+  [[ ${#gpus[@]} -gt 0 ]] || report warn "no NVIDIA GPU found in ${P2P_SYSFS}/bus/pci/devices"
+  for gpu in "${gpus[@]+"${gpus[@]}"}"; do
+    report_gpu "${gpu}"
+  done
+  if [[ -n $(find "${P2P_SYSFS}/class/iommu" -mindepth 1 -maxdepth 1 2>/dev/null) ]]; then
+    report warn "an IOMMU is active: BAR1 P2P is reported to need iommu=pt (or the IOMMU off); see README.md (IOMMU)"
+  else
+    report ok "no active IOMMU"
+  fi
+  if [[ -d ${P2P_SYSFS}/module/nouveau ]]; then
+    report warn "nouveau is loaded; it must not drive the GPUs (blacklist it)"
+  fi
+  if [[ -r ${P2P_SYSFS}/module/nvidia/version ]]; then
+    report info "loaded nvidia module: $(cat "${P2P_SYSFS}/module/nvidia/version")"
+  fi
+  report info "userspace driver: $(userspace_versions | tr '\n' ' ' | sed 's/ $//;s/^$/none/')"
+  [[ ${fatal} -eq 0 ]] || exit "${EX_PREFLIGHT}"
+}
+
+report() {
+  printf '%-5s %s\n' "$1" "$2"
+}
+
+# nvidia_gpus: PCI addresses of NVIDIA display/3D controllers.
+nvidia_gpus() {
+  local dev
+  for dev in "${P2P_SYSFS}"/bus/pci/devices/*; do
+    [[ -r ${dev}/vendor && -r ${dev}/class ]] || continue
+    [[ "$(cat "${dev}/vendor")" == 0x10de ]] || continue
+    [[ "$(cat "${dev}/class")" == 0x03* ]] || continue
+    printf '%s\n' "${dev##*/}"
+  done
+}
+
+# report_gpu ADDR: BAR1 size from the second line of the resource file.
+report_gpu() {
+  local addr=$1 start end _flags size mib
+  read -r start end _flags < <(sed -n 2p "${P2P_SYSFS}/bus/pci/devices/${addr}/resource")
+  if [[ -z ${start} || ${start} == 0x0000000000000000 ]]; then
+    report warn "GPU ${addr}: BAR1 not assigned"
+    return 0
+  fi
+  size=$((end - start + 1))
+  mib=$((size >> 20))
+  if ((mib <= 256)); then
+    report warn "GPU ${addr}: BAR1 is ${mib} MiB; BAR1 P2P needs BAR1 to cover VRAM: enable Resizable BAR (and Above 4G decoding) in the firmware"
+  else
+    report ok "GPU ${addr}: BAR1 is ${mib} MiB"
+  fi
+}

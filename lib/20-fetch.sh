@@ -1,0 +1,205 @@
+# shellcheck shell=bash
+# lib/20-fetch.sh: stage 2, fetch. Puts the upstream source of a tag, and its
+# userspace .run, into the verified cache. Nothing enters the cache before
+# stage 3 (lib/30-verify.sh) has accepted it.
+#
+# Cache layout ($P2P_CACHE_DIR):
+#   src/<tag>/                     pristine source tree, verified against its pin
+#   src/<tag>.pin                  how it was verified (ids and origin)
+#   run/NVIDIA-Linux-x86_64-<tag>.run   userspace installer, verified by sha256
+#   logs/                          one log file per build.sh run
+
+readonly UPSTREAM_ARCHIVE_URL="https://github.com/NVIDIA/open-gpu-kernel-modules/archive"
+
+help_fetch() {
+  cat <<'EOF'
+Usage: build.sh fetch <tag> [--source PATH] [--run FILE] [--run-sha256 HEX] [--no-run]
+
+Put the upstream source of <tag> (and the matching userspace .run) into the
+verified cache. Everything is checked against versions.conf before use.
+
+  --source PATH      use a local source instead of downloading it:
+                       a git repository (work tree or bare) holding the tag's commit,
+                       a tarball (GitHub archive, NVIDIA-kernel-module-source-<tag>.tar.xz,
+                       Debian's nvidia-open-gpu-kernel-modules_<tag>.orig.tar.xz),
+                       or an unpacked source tree.
+                     Without --source the tag's commit is downloaded from GitHub.
+  --run FILE         use a local NVIDIA-Linux-x86_64-<tag>.run (checked like a download)
+  --run-sha256 HEX   the .run checksum to require, for tags versions.conf marks 'unknown'
+  --no-run           do not fetch the .run (the default with --source and no --run)
+
+A cached source is verified again each time it is used. Prints the cached
+source directory on stdout.
+EOF
+}
+
+cmd_fetch() {
+  local tag=""
+  parse_stage_args fetch tag "$@"
+  require_tag "${tag}"
+  check_run_sha_arg "${tag}"
+  cache_lock
+  fetch_source "${tag}"
+  fetch_run_if_wanted "${tag}"
+  printf '%s\n' "$(cache_src_dir "${tag}")"
+}
+
+cache_src_dir() { printf '%s/src/%s\n' "${P2P_CACHE_DIR}" "$1"; }
+cache_run_file() { printf '%s/run/NVIDIA-Linux-x86_64-%s.run\n' "${P2P_CACHE_DIR}" "$1"; }
+
+cache_lock() {
+  [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
+  lock_acquire "${P2P_CACHE_DIR}"
+}
+
+# fetch_source TAG: make sure src/<tag> holds the verified source.
+fetch_source() {
+  local tag=$1 dest tmp tree
+  dest=$(cache_src_dir "${tag}")
+  if [[ -d ${dest} && -z ${P2P_SOURCE} ]]; then
+    stage verify "cached source ${dest}"
+    [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
+    verify_tree "${tag}" "${dest}"
+    return 0
+  fi
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    stage fetch "${tag} from ${P2P_SOURCE:-${UPSTREAM_ARCHIVE_URL}/${V_COMMIT[${tag}]}.tar.gz}"
+    printf 'would fetch %s into %s and verify it against tree %s\n' "${tag}" "${dest}" "${V_TREE[${tag}]}"
+    return 0
+  fi
+  mk_temp_dir "${P2P_CACHE_DIR}/src"
+  tmp=${P2P_TMP}
+  tree="${tmp}/tree"
+  if [[ -n ${P2P_SOURCE} ]]; then
+    stage fetch "${tag} from ${P2P_SOURCE}"
+    source_unpack "${tag}" "${P2P_SOURCE}" "${tmp}"
+  else
+    stage fetch "${tag} from GitHub (commit ${V_COMMIT[${tag}]})"
+    download "${UPSTREAM_ARCHIVE_URL}/${V_COMMIT[${tag}]}.tar.gz" "${tmp}/source.tar.gz"
+    source_from_tarball "${tmp}/source.tar.gz" "${tmp}"
+  fi
+  stage verify "${tag} source against tree ${V_TREE[${tag}]}"
+  verify_tree "${tag}" "${tree}"
+  rm -rf -- "${dest}"
+  mv -- "${tree}" "${dest}"
+  printf '%s origin=%s verified=%s\n' "$(tag_info "${tag}")" "${P2P_SOURCE:-github}" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"${dest}.pin"
+}
+
+# source_unpack TAG PATH TMP: turn any supported local source into TMP/tree.
+source_unpack() {
+  local tag=$1 src=$2 tmp=$3 gitdir
+  if is_git_repo "${src}"; then
+    gitdir=$(git -c safe.directory='*' -C "${src}" rev-parse --absolute-git-dir) ||
+      die "${EX_FETCH}" "${src}: not a usable git repository"
+    source_from_git "${tag}" "${gitdir}" "${tmp}"
+  elif [[ -d ${src} ]]; then
+    mkdir -p "${tmp}/tree"
+    cp -a -- "${src}/." "${tmp}/tree/" || die "${EX_FETCH}" "cannot copy ${src}"
+  elif [[ -f ${src} ]]; then
+    source_from_tarball "${src}" "${tmp}"
+  else
+    die "${EX_FETCH}" "--source ${src}: no such file or directory"
+  fi
+}
+
+# is_git_repo DIR: a work tree (DIR/.git) or a bare repository.
+is_git_repo() {
+  [[ -d $1 ]] && { [[ -e $1/.git ]] || [[ -f $1/HEAD && -d $1/objects && -d $1/refs ]]; }
+}
+
+# source_from_git TAG GITDIR TMP: export the pinned commit (never the tag name:
+# a tag can be moved, a commit id cannot).
+source_from_git() {
+  local tag=$1 gitdir=$2 tmp=$3 tagged
+  local -a g=(git -c safe.directory='*' --git-dir="${gitdir}")
+  if ! "${g[@]}" cat-file -e "${V_COMMIT[${tag}]}^{commit}" 2>/dev/null; then
+    die "${EX_FETCH}" "${gitdir} does not contain commit ${V_COMMIT[${tag}]} (tag ${tag}); fetch the tag into it first"
+  fi
+  tagged=$("${g[@]}" rev-parse -q --verify "refs/tags/${tag}^{commit}" 2>/dev/null || true)
+  if [[ -n ${tagged} && ${tagged} != "${V_COMMIT[${tag}]}" ]]; then
+    die "${EX_CHECKSUM}" "tag ${tag} in ${gitdir} is commit ${tagged}, pinned is ${V_COMMIT[${tag}]}; refusing"
+  fi
+  mkdir -p "${tmp}/tree"
+  "${g[@]}" archive --format=tar "${V_COMMIT[${tag}]}" | tar -x -C "${tmp}/tree" ||
+    die "${EX_FETCH}" "cannot export commit ${V_COMMIT[${tag}]} from ${gitdir}"
+}
+
+# source_from_tarball FILE TMP: unpack into TMP/unpack; TMP/tree is its single
+# top-level directory (or the unpack directory itself when there is none).
+source_from_tarball() {
+  local file=$1 tmp=$2
+  local -a top
+  mkdir -p "${tmp}/unpack"
+  tar -x --no-same-owner -f "${file}" -C "${tmp}/unpack" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    die "${EX_FETCH}" "cannot unpack ${file} (truncated or not a tarball?)"
+  mapfile -t top < <(find "${tmp}/unpack" -mindepth 1 -maxdepth 1)
+  if [[ ${#top[@]} -eq 1 && -d ${top[0]} ]]; then
+    mv -- "${top[0]}" "${tmp}/tree"
+  else
+    mv -- "${tmp}/unpack" "${tmp}/tree"
+  fi
+}
+
+# download URL DEST: https only, fail on HTTP errors, retry, write to a temp
+# name and rename when complete.
+download() {
+  local url=$1 dest=$2
+  [[ ${url} == https://* ]] || die "${EX_FETCH}" "refusing non-https URL ${url}"
+  need_cmd curl curl
+  verbose "downloading ${url}"
+  if ! curl --fail --location --silent --show-error --retry 3 --retry-delay 2 \
+    --proto '=https' --proto-redir '=https' --connect-timeout 30 \
+    --output "${dest}.part" -- "${url}" 2>>"${P2P_LOG_FILE:-/dev/null}"; then
+    rm -f -- "${dest}.part"
+    die "${EX_FETCH}" "download failed: ${url} (offline? use --source / --run with a local copy)"
+  fi
+  mv -- "${dest}.part" "${dest}"
+}
+
+# fetch_run_if_wanted TAG: fetch the .run unless --no-run, or --source without --run.
+fetch_run_if_wanted() {
+  local tag=$1
+  if [[ ${P2P_NO_RUN} -eq 1 ]] || [[ -n ${P2P_SOURCE} && -z ${P2P_RUN_FILE} ]]; then
+    verbose "not fetching the .run for ${tag}"
+    return 0
+  fi
+  fetch_run "${tag}"
+}
+
+# fetch_run TAG: set P2P_RUN_PATH to a verified .run for TAG (from --run, the
+# cache, or a download into the cache).
+P2P_RUN_PATH=""
+fetch_run() {
+  local tag=$1 dest expected tmp
+  [[ -n ${P2P_RUN_PATH} ]] && return 0 # verified earlier in this run
+  dest=$(cache_run_file "${tag}")
+  expected=$(run_expected_sha "${tag}")
+  if [[ -n ${P2P_RUN_FILE} ]]; then
+    stage verify "${P2P_RUN_FILE}"
+    [[ ${P2P_DRY_RUN} -eq 1 ]] || verify_run_file "${tag}" "${P2P_RUN_FILE}" "${expected}"
+    P2P_RUN_PATH=${P2P_RUN_FILE}
+    return 0
+  fi
+  if [[ -z ${expected} ]]; then
+    die "${EX_CHECKSUM}" "the .run checksum for ${tag} is unknown (versions.conf: unknown); pass --run-sha256 HEX or --run FILE"
+  fi
+  P2P_RUN_PATH=${dest}
+  if [[ -f ${dest} ]]; then
+    stage verify "cached ${dest}"
+    [[ ${P2P_DRY_RUN} -eq 1 ]] || verify_run_file "${tag}" "${dest}" "${expected}"
+    return 0
+  fi
+  stage fetch "${V_RUN_URL[${tag}]}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would download %s and require sha256 %s\n' "${V_RUN_URL[${tag}]}" "${expected}"
+    return 0
+  fi
+  mk_temp_dir "${P2P_CACHE_DIR}/run"
+  tmp=${P2P_TMP}
+  download "${V_RUN_URL[${tag}]}" "${tmp}/file.run"
+  stage verify ".run sha256 ${expected}"
+  verify_run_file "${tag}" "${tmp}/file.run" "${expected}"
+  mv -- "${tmp}/file.run" "${dest}"
+  verbose "userspace installer for ${tag}: ${P2P_RUN_PATH}"
+}

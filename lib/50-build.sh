@@ -1,0 +1,225 @@
+# shellcheck shell=bash
+# lib/50-build.sh: stage 5, build. kbuild of the patched tree for one kernel,
+# then checks of the five modules (present, version = tag, vermagic = kernel).
+
+readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
+readonly BUILD_STAMP=".nvidia-p2p-build"
+
+help_build() {
+  cat <<'EOF'
+Usage: build.sh build <tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--no-ccache]
+
+Build the patched modules of <tag> for one kernel (default: the running one),
+patching first if needed. Uses ccache when installed, and -j<number of CPUs>.
+
+  --kernel KVER      build for installed kernel headers /lib/modules/KVER/build
+                     (Debian: package linux-headers-KVER)
+  --kernel-src DIR   build against a kernel build directory, e.g. headers
+                     extracted from packages: the -amd64 directory of Debian's
+                     split headers (its -common sibling is found from its Makefile,
+                     also when extracted somewhere other than /usr/src), or a
+                     full kernel tree
+  --no-ccache        do not use ccache
+
+The five modules (nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm,
+nvidia-peermem) are checked: modinfo version must equal <tag> and vermagic
+the kernel's release. Prints the directory holding them on stdout.
+EOF
+}
+
+cmd_build() {
+  local tag=""
+  parse_stage_args build tag "$@"
+  require_tag "${tag}"
+  resolve_kernel
+  cache_lock
+  fetch_source "${tag}"
+  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  build_modules "${tag}"
+  printf '%s\n' "${P2P_MODULES_DIR}"
+}
+
+# resolve_kernel: set P2P_KREL, P2P_SYSSRC and P2P_SYSOUT from --kernel or
+# --kernel-src (default: the running kernel's installed headers).
+P2P_KREL=""
+P2P_SYSSRC=""
+P2P_SYSOUT=""
+resolve_kernel() {
+  [[ -n ${P2P_KREL} ]] && return 0
+  if [[ -n ${P2P_KERNEL_SRC} ]]; then
+    resolve_kernel_src "${P2P_KERNEL_SRC}"
+  else
+    resolve_kernel_headers "${P2P_KERNEL:-$(uname -r)}"
+  fi
+  verbose "kernel ${P2P_KREL}: SYSSRC=${P2P_SYSSRC} SYSOUT=${P2P_SYSOUT}"
+}
+
+set_kernel_target() {
+  P2P_KREL=$1
+  P2P_SYSSRC=$2
+  P2P_SYSOUT=$3
+}
+
+resolve_kernel_headers() {
+  local kver=$1 modlib
+  modlib="${P2P_ROOT}/lib/modules/${kver}"
+  if [[ ! -e ${modlib}/build/Makefile ]]; then
+    die "${EX_PREFLIGHT}" "no kernel headers for ${kver} (${modlib}/build); install them first: $(headers_package_hint "${kver}")"
+  fi
+  P2P_SYSOUT=$(readlink -f "${modlib}/build")
+  if [[ -e ${modlib}/source/Makefile ]]; then
+    P2P_SYSSRC=$(readlink -f "${modlib}/source")
+  else
+    P2P_SYSSRC=${P2P_SYSOUT}
+  fi
+  P2P_KREL=$(kernel_release_of "${P2P_SYSOUT}") || P2P_KREL=${kver}
+}
+
+headers_package_hint() {
+  local id=""
+  if [[ -r ${P2P_ROOT}/etc/os-release ]]; then
+    id=$(sed -n -E 's/^ID_LIKE=|^ID=//p' "${P2P_ROOT}/etc/os-release" | tr -d '"' | tr '\n' ' ')
+  fi
+  case " ${id} " in
+  *" debian "* | *" ubuntu "*) printf 'apt-get install linux-headers-%s' "$1" ;;
+  *" fedora "* | *" rhel "*) printf 'dnf install kernel-devel-%s' "$1" ;;
+  *) printf 'the kernel headers package for %s' "$1" ;;
+  esac
+}
+
+kernel_release_of() {
+  local f="$1/include/config/kernel.release"
+  [[ -r ${f} ]] && head -n 1 "${f}"
+}
+
+# resolve_kernel_src DIR: a kernel output directory. Debian's -amd64 header
+# directory starts its Makefile with "include <-common>/Makefile"; when that
+# path does not exist (headers extracted from .debs elsewhere) the -common
+# sibling is used through a shadow copy of DIR with the include fixed.
+resolve_kernel_src() {
+  local dir inc common
+  dir=$(readlink -f "$1") || die "${EX_PREFLIGHT}" "--kernel-src $1: no such directory"
+  [[ -f ${dir}/Makefile ]] || die "${EX_PREFLIGHT}" "--kernel-src ${dir}: no Makefile; not a kernel build directory"
+  P2P_KREL=$(kernel_release_of "${dir}") ||
+    die "${EX_PREFLIGHT}" "--kernel-src ${dir}: no include/config/kernel.release; not a prepared kernel build directory"
+  P2P_SYSOUT=${dir}
+  P2P_SYSSRC=${dir}
+  if [[ -e ${dir}/source/Makefile ]]; then
+    P2P_SYSSRC=$(readlink -f "${dir}/source")
+    return 0
+  fi
+  inc=$(sed -n -E '1s/^include[[:space:]]+(.*)\/Makefile[[:space:]]*$/\1/p' "${dir}/Makefile")
+  [[ -n ${inc} ]] || return 0
+  if [[ -f ${inc}/Makefile ]]; then
+    P2P_SYSSRC=${inc}
+    return 0
+  fi
+  common="$(dirname "${dir}")/$(basename "${inc}")"
+  [[ -f ${common}/Makefile ]] ||
+    die "${EX_PREFLIGHT}" "--kernel-src ${dir}: its Makefile includes ${inc}, which is missing, and so is ${common}"
+  P2P_SYSSRC=${common}
+  P2P_SYSOUT=$(shadow_sysout "${dir}" "${common}")
+}
+
+# shadow_sysout DIR COMMON: copy of DIR whose Makefile includes COMMON and
+# whose top-level symlinks (scripts, tools) point where the originals do.
+shadow_sysout() {
+  local dir=$1 common=$2 shadow link
+  shadow="${P2P_WORK_DIR}/kernels/$(basename "${dir}")"
+  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
+    rm -rf -- "${shadow}"
+    mkdir -p "$(dirname "${shadow}")"
+    cp -a -- "${dir}" "${shadow}"
+    while IFS= read -r link; do
+      ln -sfn -- "$(readlink -f "${dir}/${link##*/}")" "${link}"
+    done < <(find "${shadow}" -mindepth 1 -maxdepth 1 -type l)
+    printf 'include %s/Makefile\n' "${common}" >"${shadow}/Makefile"
+  fi
+  printf '%s\n' "${shadow}"
+}
+
+# build_modules TAG: build in <work>/<tag>/build-<krel> (a copy of the patched
+# tree, reused while it is current) and set P2P_MODULES_DIR to the checked modules.
+P2P_MODULES_DIR=""
+build_modules() {
+  local tag=$1 bdir stamp jobs rc=0
+  local -a make_args
+  need_cmd make make
+  need_cmd modinfo kmod
+  bdir="${P2P_WORK_DIR}/${tag}/build-${P2P_KREL}"
+  P2P_MODULES_DIR="${P2P_WORK_DIR}/${tag}/modules-${P2P_KREL}"
+  stamp="$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true) ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT}"
+  jobs=$(nproc_or_1)
+  make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}")
+  if [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1; then
+    make_args+=("CC=ccache ${CC:-gcc}")
+    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  fi
+  stage build "${tag} for ${P2P_KREL} (-j${jobs}; about 3-4 minutes on 2 cores, less with a warm ccache)"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
+    printf 'would check %s in %s and copy them to %s\n' "${P2P_MODULES}" "${bdir}/kernel-open" "${P2P_MODULES_DIR}"
+    return 0
+  fi
+  if [[ ! -f ${bdir}/${BUILD_STAMP} || "$(cat "${bdir}/${BUILD_STAMP}")" != "${stamp}" ]]; then
+    rm -rf -- "${bdir}" "${P2P_MODULES_DIR}"
+    mkdir -p "$(dirname "${bdir}")"
+    new_build_tree "${tag}" "${bdir}" "${stamp%% *}" "${make_args[@]:3}"
+    printf '%s' "${stamp}" >"${bdir}/${BUILD_STAMP}"
+  fi
+  run_logged make "${make_args[@]}" || rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    show_build_errors
+    die "${EX_BUILD}" "build of ${tag} for ${P2P_KREL} failed (make exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was installed"
+  fi
+  stage check "modules of ${tag} for ${P2P_KREL}"
+  check_modules "${bdir}/kernel-open" "${tag}" "${P2P_KREL}"
+  rm -rf -- "${P2P_MODULES_DIR}"
+  mkdir -p "${P2P_MODULES_DIR}"
+  local m
+  for m in ${P2P_MODULES}; do
+    cp -- "${bdir}/kernel-open/${m}.ko" "${P2P_MODULES_DIR}/"
+  done
+  printf 'tag=%s kernel=%s\n' "${tag}" "${P2P_KREL}" >"${P2P_MODULES_DIR}/BUILD-INFO"
+}
+
+# new_build_tree TAG BDIR FINGERPRINT MAKEVARS...: the OS-agnostic objects
+# (nv-kernel.o, nv-modeset-kernel.o) do not depend on the kernel, so a build of
+# the same patched tree for another kernel is cloned and only kernel-open is
+# cleaned and rebuilt; otherwise BDIR starts as a copy of the patched tree.
+new_build_tree() {
+  local tag=$1 bdir=$2 fingerprint=$3 other
+  shift 3
+  for other in "${P2P_WORK_DIR}/${tag}"/build-*; do
+    [[ -f ${other}/${BUILD_STAMP} && ${other} != "${bdir}" ]] || continue
+    [[ "$(cut -d' ' -f1 "${other}/${BUILD_STAMP}")" == "${fingerprint}" ]] || continue
+    [[ -n $(find "${other}/src/nvidia" -name nv-kernel.o -print -quit 2>/dev/null) ]] || continue
+    verbose "reusing the kernel-independent objects of ${other}"
+    cp -a -- "${other}" "${bdir}"
+    if run_logged make -C "${bdir}/kernel-open" clean "$@"; then
+      return 0
+    fi
+    rm -rf -- "${bdir}"
+  done
+  cp -a -- "${P2P_PATCHED_DIR}" "${bdir}"
+}
+
+show_build_errors() {
+  [[ -n ${P2P_LOG_FILE} && -r ${P2P_LOG_FILE} ]] || return 0
+  printf '%s: build errors (from %s):\n' "${P2P_PROG}" "${P2P_LOG_FILE}" >&2
+  grep -E 'error:|Error [0-9]+|\*\*\*|#error' "${P2P_LOG_FILE}" | head -n 30 | sed 's/^/  /' >&2 || true
+}
+
+# check_modules DIR TAG KREL: all five modules present, version = TAG,
+# vermagic's release = KREL.
+check_modules() {
+  local dir=$1 tag=$2 krel=$3 m version vermagic
+  for m in ${P2P_MODULES}; do
+    [[ -f ${dir}/${m}.ko ]] || die "${EX_BUILD}" "${m}.ko was not built (${dir})"
+    version=$(modinfo -F version "${dir}/${m}.ko") || die "${EX_BUILD}" "modinfo cannot read ${dir}/${m}.ko"
+    vermagic=$(modinfo -F vermagic "${dir}/${m}.ko")
+    [[ ${version} == "${tag}" ]] || die "${EX_BUILD}" "${m}.ko has version '${version}', expected ${tag}"
+    [[ ${vermagic%% *} == "${krel}" ]] || die "${EX_BUILD}" "${m}.ko has vermagic '${vermagic}', expected kernel ${krel}"
+    verbose "${m}.ko: version ${version}, vermagic ${vermagic}"
+  done
+}

@@ -1,0 +1,321 @@
+# shellcheck shell=bash
+# lib/60-install.sh: stage 6, install; and uninstall. Both are transactions:
+# every file they change is saved first, and any failure or Ctrl-C restores
+# it, so the driver that was installed before keeps working.
+#
+# What install writes (all under --root, default /):
+#   /lib/modules/<kver>/updates/nvidia-p2p/*.ko   the patched modules
+#   /etc/depmod.d/nvidia-p2p.conf                 makes depmod prefer them over
+#                                                 distribution or DKMS copies
+#   /etc/modprobe.d/nvidia-p2p.conf               the family's P2P options
+#   /var/lib/nvidia-p2p/installed-<kver>          what was installed, for uninstall
+# and it reruns depmod and the initramfs generator for <kver>.
+
+readonly P2P_NAME="nvidia-p2p"
+
+help_install() {
+  cat <<'EOF'
+Usage: build.sh install <tag> [--kernel KVER] [--run FILE] [--run-sha256 HEX] [--no-userspace]
+
+Install the modules built by `build.sh build <tag>` for KVER (default: the
+running kernel), then the matching userspace driver from NVIDIA's .run with
+--no-kernel-modules, then the P2P module options; rerun depmod and the
+initramfs generator. Needs root. Secure Boot must be off (the modules are not
+signed).
+
+The install is a transaction: what it replaces is backed up first and
+restored on any failure or Ctrl-C. At the end the userspace version must
+equal the module version, or everything is rolled back.
+
+  --run FILE        a local NVIDIA-Linux-x86_64-<tag>.run (else the cache, or a download)
+  --run-sha256 HEX  checksum to require where versions.conf says 'unknown'
+  --no-userspace    keep the installed userspace driver; it must already be <tag>
+EOF
+}
+
+help_uninstall() {
+  cat <<'EOF'
+Usage: build.sh uninstall [--kernel KVER]
+
+Remove what `build.sh install` put in place for KVER (default: every kernel it
+was installed for): the modules, the depmod and modprobe configuration. Then
+rerun depmod and the initramfs generator, so the modules that were there
+before (distribution or DKMS) are used again. Needs root. Transactional like
+install. The userspace driver installed from the .run is left in place; see
+README.md to remove or replace it.
+EOF
+}
+
+p2p_moddir() { printf '%s/lib/modules/%s/updates/%s\n' "${P2P_ROOT}" "$1" "${P2P_NAME}"; }
+p2p_depmod_conf() { printf '%s/etc/depmod.d/%s.conf\n' "${P2P_ROOT}" "${P2P_NAME}"; }
+p2p_modprobe_conf() { printf '%s/etc/modprobe.d/%s.conf\n' "${P2P_ROOT}" "${P2P_NAME}"; }
+p2p_state_dir() { printf '%s/var/lib/%s\n' "${P2P_ROOT}" "${P2P_NAME}"; }
+
+cmd_install() {
+  local tag=""
+  parse_stage_args install tag "$@"
+  require_tag "${tag}"
+  check_run_sha_arg "${tag}"
+  resolve_install_kernel
+  install_preflight "${tag}"
+  install_all "${tag}"
+}
+
+resolve_install_kernel() {
+  P2P_KREL=${P2P_KERNEL:-$(uname -r)}
+}
+
+# install_preflight TAG: refuse before changing anything.
+install_preflight() {
+  local tag=$1
+  stage preflight "install of ${tag} for kernel ${P2P_KREL}"
+  P2P_MODULES_DIR="${P2P_WORK_DIR}/${tag}/modules-${P2P_KREL}"
+  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
+    is_root || die "${EX_PREFLIGHT}" "install needs root (try: sudo $0 install ${tag})"
+    [[ -d ${P2P_MODULES_DIR} ]] ||
+      die "${EX_PREFLIGHT}" "no modules of ${tag} built for ${P2P_KREL} in ${P2P_MODULES_DIR}; run: build.sh build ${tag} --kernel ${P2P_KREL}"
+    need_cmd depmod kmod
+    check_modules "${P2P_MODULES_DIR}" "${tag}" "${P2P_KREL}"
+    preflight_secure_boot
+    [[ -d ${P2P_ROOT}/lib/modules/${P2P_KREL} ]] ||
+      die "${EX_PREFLIGHT}" "kernel ${P2P_KREL} is not installed (${P2P_ROOT}/lib/modules/${P2P_KREL})"
+  fi
+  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
+    [[ ${P2P_DRY_RUN} -eq 1 ]] || require_userspace_version "${tag}" "--no-userspace: "
+  else
+    preflight_userspace_conflicts
+    fetch_run "${tag}"
+  fi
+}
+
+install_all() {
+  local tag=$1 m
+  local moddir
+  moddir=$(p2p_moddir "${P2P_KREL}")
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  txn_begin "install ${tag}"
+  stage install "modules into ${moddir}"
+  txn_save "${moddir}"
+  run rm -rf -- "${moddir}"
+  run mkdir -p -- "${moddir}"
+  for m in ${P2P_MODULES}; do
+    run install -m 0644 -- "${P2P_MODULES_DIR}/${m}.ko" "${moddir}/${m}.ko"
+    if command -v strip >/dev/null 2>&1; then
+      run strip --strip-debug -- "${moddir}/${m}.ko"
+    fi
+  done
+  write_depmod_conf
+  write_modprobe_conf "${tag}"
+  refresh_module_index "${P2P_KREL}"
+  if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
+    install_userspace "${tag}" "${P2P_RUN_PATH}"
+  fi
+  stage verify "installed versions"
+  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
+    check_modules "${moddir}" "${tag}" "${P2P_KREL}"
+    require_userspace_version "${tag}" "after install: "
+  fi
+  txn_save "$(p2p_state_dir)/installed-${P2P_KREL}"
+  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
+    printf 'tag=%s kernel=%s family=%s date=%s\n' "${tag}" "${P2P_KREL}" "${V_FAMILY[${tag}]}" \
+      "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(p2p_state_dir)/installed-${P2P_KREL}"
+  fi
+  txn_commit
+  stage finished "driver ${tag} with PCIe P2P installed for ${P2P_KREL}"
+}
+
+write_depmod_conf() {
+  local conf m
+  conf=$(p2p_depmod_conf)
+  txn_save "${conf}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would write %s (override entries for %s)\n' "${conf}" "${P2P_MODULES}"
+    return 0
+  fi
+  mkdir -p "$(dirname "${conf}")"
+  {
+    printf '# Installed by %s build.sh: prefer the P2P modules over other copies.\n' "${P2P_NAME}"
+    for m in ${P2P_MODULES}; do
+      printf 'override %s * updates/%s\n' "${m//-/_}" "${P2P_NAME}"
+    done
+  } >"${conf}"
+}
+
+# write_modprobe_conf TAG: the family's module options (patches/<family>/modprobe.conf).
+write_modprobe_conf() {
+  local tag=$1 conf src
+  conf=$(p2p_modprobe_conf)
+  src="$(family_dir "${tag}")/modprobe.conf"
+  [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  txn_save "${conf}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would write %s:\n' "${conf}"
+    grep -v '^#' "${src}" | sed 's/^/  /'
+    return 0
+  fi
+  mkdir -p "$(dirname "${conf}")"
+  {
+    printf '# Installed by %s build.sh for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
+    printf '# Delete this file (or comment out a line) and reboot to switch P2P off\n'
+    printf '# without rebuilding: see README.md, "Switching P2P off".\n'
+    cat "${src}"
+  } >"${conf}"
+}
+
+# refresh_module_index KVER: depmod, then the initramfs (which may carry the
+# nvidia modules and their options). Both outputs are saved first.
+refresh_module_index() {
+  local kver=$1 f initrd
+  local -a depmod_cmd=(depmod -a)
+  # depmod -b does not move the configuration directory; -C does.
+  [[ -n ${P2P_ROOT} ]] && depmod_cmd+=(-b "${P2P_ROOT}" -C "${P2P_ROOT}/etc/depmod.d")
+  for f in "${P2P_ROOT}/lib/modules/${kver}"/modules.*; do
+    [[ -e ${f} ]] && txn_save "${f}"
+  done
+  stage depmod "${kver}"
+  run "${depmod_cmd[@]}" "${kver}" || die "${EX_INSTALL}" "depmod failed for ${kver}"
+  initrd=$(initramfs_path "${kver}")
+  if command -v update-initramfs >/dev/null 2>&1; then
+    [[ -e ${initrd} ]] && txn_save "${initrd}"
+    stage initramfs "update-initramfs -u -k ${kver}"
+    run_logged update-initramfs -u -k "${kver}" || die "${EX_INSTALL}" "update-initramfs failed for ${kver}"
+  elif command -v dracut >/dev/null 2>&1; then
+    [[ -e ${initrd} ]] && txn_save "${initrd}"
+    stage initramfs "dracut --force --kver ${kver}"
+    run_logged dracut --force --kver "${kver}" || die "${EX_INSTALL}" "dracut failed for ${kver}"
+  else
+    note "no update-initramfs or dracut found; if your initramfs loads nvidia, regenerate it yourself"
+  fi
+}
+
+initramfs_path() {
+  if [[ -e ${P2P_ROOT}/boot/initramfs-$1.img ]]; then
+    printf '%s/boot/initramfs-%s.img\n' "${P2P_ROOT}" "$1"
+  else
+    printf '%s/boot/initrd.img-%s\n' "${P2P_ROOT}" "$1"
+  fi
+}
+
+cmd_uninstall() {
+  local tag="" kver
+  local -a kernels=()
+  parse_stage_args uninstall tag "$@"
+  [[ -z ${tag} ]] || die "${EX_USAGE}" "uninstall takes no tag"
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root || die "${EX_PREFLIGHT}" "uninstall needs root"
+  if [[ -n ${P2P_KERNEL} ]]; then
+    kernels=("${P2P_KERNEL}")
+  else
+    mapfile -t kernels < <(installed_kernels)
+  fi
+  [[ ${#kernels[@]} -gt 0 ]] || die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  txn_begin "uninstall"
+  for kver in "${kernels[@]}"; do
+    stage uninstall "${P2P_NAME} modules for ${kver}"
+    txn_save "$(p2p_moddir "${kver}")"
+    run rm -rf -- "$(p2p_moddir "${kver}")"
+    txn_save "$(p2p_state_dir)/installed-${kver}"
+    run rm -f -- "$(p2p_state_dir)/installed-${kver}"
+  done
+  if [[ -z $(installed_kernels_except "${kernels[@]}") ]]; then
+    txn_save "$(p2p_depmod_conf)"
+    run rm -f -- "$(p2p_depmod_conf)"
+    txn_save "$(p2p_modprobe_conf)"
+    run rm -f -- "$(p2p_modprobe_conf)"
+  fi
+  for kver in "${kernels[@]}"; do
+    if [[ -d ${P2P_ROOT}/lib/modules/${kver} ]]; then
+      refresh_module_index "${kver}"
+    fi
+  done
+  txn_commit
+  stage finished "${P2P_NAME} removed for: ${kernels[*]}; reboot to load the previous driver"
+  note "the userspace driver from the .run is still installed; see README.md (Uninstall) to replace it"
+}
+
+installed_kernels() {
+  local f
+  for f in "$(p2p_state_dir)"/installed-*; do
+    [[ -e ${f} ]] && printf '%s\n' "${f##*/installed-}"
+  done
+  return 0
+}
+
+installed_kernels_except() {
+  local k skip
+  while IFS= read -r k; do
+    for skip in "$@"; do
+      [[ ${k} == "${skip}" ]] && continue 2
+    done
+    printf '%s\n' "${k}"
+  done < <(installed_kernels)
+}
+
+# --- transaction ------------------------------------------------------------
+# txn_save PATH records PATH's current state (a copy, or "absent") once per
+# transaction; rollback restores every recorded path in reverse order.
+
+TXN_DIR=""
+TXN_ACTIVE=0
+TXN_NAME=""
+declare -ga TXN_PATHS=()
+
+txn_begin() {
+  TXN_NAME=$1
+  TXN_PATHS=()
+  TXN_ACTIVE=1
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    return 0
+  fi
+  mkdir -p "$(p2p_state_dir)"
+  TXN_DIR=$(mktemp -d "$(p2p_state_dir)/txn.XXXXXX")
+  on_exit txn_on_exit
+}
+
+txn_save() {
+  local path=$1 n p
+  [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
+  for p in "${TXN_PATHS[@]+"${TXN_PATHS[@]}"}"; do
+    [[ ${p} == "${path}" ]] && return 0
+  done
+  n=${#TXN_PATHS[@]}
+  TXN_PATHS+=("${path}")
+  if [[ -e ${path} || -L ${path} ]]; then
+    cp -a -- "${path}" "${TXN_DIR}/${n}" || die "${EX_INSTALL}" "cannot back up ${path}"
+  fi
+}
+
+# Restoring the saved modules.* files and initramfs restores the module index
+# exactly, so rollback needs no depmod run.
+txn_rollback() {
+  local i path
+  for ((i = ${#TXN_PATHS[@]} - 1; i >= 0; i--)); do
+    path=${TXN_PATHS[i]}
+    rm -rf -- "${path}"
+    if [[ -e ${TXN_DIR}/${i} || -L ${TXN_DIR}/${i} ]]; then
+      mkdir -p "$(dirname "${path}")"
+      cp -a -- "${TXN_DIR}/${i}" "${path}"
+    fi
+  done
+}
+
+txn_commit() {
+  TXN_ACTIVE=0
+  [[ -n ${TXN_DIR} ]] && rm -rf -- "${TXN_DIR}"
+  TXN_DIR=""
+  return 0
+}
+
+txn_on_exit() {
+  local rc=$1
+  [[ ${TXN_ACTIVE} -eq 1 && -n ${TXN_DIR} ]] || return 0
+  printf '%s: %s failed (exit %s); restoring the previous state\n' "${P2P_PROG}" "${TXN_NAME}" "${rc}" >&2
+  log_line "ROLLBACK ${TXN_NAME} after exit ${rc}"
+  txn_rollback
+  rm -rf -- "${TXN_DIR}"
+  TXN_ACTIVE=0
+  printf '%s: rolled back: the files changed by %s are as they were before\n' "${P2P_PROG}" "${TXN_NAME}" >&2
+  if [[ -n ${P2P_USERSPACE_TOUCHED} ]]; then
+    printf '%s: the userspace installer ran and was not undone: %s\n' "${P2P_PROG}" "${P2P_USERSPACE_TOUCHED}" >&2
+  fi
+}

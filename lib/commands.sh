@@ -1,0 +1,218 @@
+# shellcheck shell=bash
+# lib/commands.sh: the whole pipeline (`build.sh <tag>`), list, check, verify
+# and help. The stages themselves live in lib/<NN>-<stage>.sh.
+
+help_all() {
+  cat <<'EOF'
+Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
+                      [--no-userspace] [--no-ccache] [global options]
+
+The whole pipeline for one driver tag:
+  1 preflight  tools, headers for the target kernel, root (or sudo), Secure Boot,
+               userspace driver packages
+  2 fetch      upstream source (GitHub, or --source) and the matching .run
+  3 verify     source tree against its pinned tree id, .run against its sha256
+  4 patch      the family's patch series with quilt, fuzz 0
+  5 build      kbuild against the kernel's headers; module checks
+  6 install    modules, depmod override, P2P module options, depmod, initramfs
+  7 userspace  NVIDIA's .run with --no-kernel-modules; userspace version must
+               equal the module version, else everything is rolled back
+Then it tells you what to do next (reboot or reload, then `build.sh verify`).
+Fetch, patch and build run as the calling user; install needs root (sudo is
+used when available). Options are those of the stage commands; see
+`build.sh help <command>`.
+EOF
+}
+
+cmd_all() {
+  local tag=""
+  parse_stage_args all tag "$@"
+  require_tag "${tag}"
+  check_run_sha_arg "${tag}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'Plan for driver %s (family %s), changing nothing:\n' "${tag}" "${V_FAMILY[${tag}]}"
+  fi
+  preflight_pipeline "${tag}"
+  cache_lock
+  fetch_source "${tag}"
+  if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
+    fetch_run "${tag}"
+  fi
+  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  build_modules "${tag}"
+  pipeline_install "${tag}"
+  next_steps "${tag}"
+  if [[ ${P2P_DRY_PROBLEM} -ne 0 ]]; then
+    exit "${P2P_DRY_PROBLEM}"
+  fi
+}
+
+# pipeline_install TAG: in this process as root; otherwise through sudo, with
+# the cache lock handed over (released here, taken again by the child).
+pipeline_install() {
+  local tag=$1
+  local -a args=(install "${tag}" --kernel "${P2P_KREL}" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}")
+  if [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root; then
+    [[ ${P2P_DRY_RUN} -eq 1 ]] && ! is_root && printf 'would run the install step as root, through sudo\n'
+    install_preflight "${tag}"
+    install_all "${tag}"
+    return 0
+  fi
+  [[ ${P2P_NO_USERSPACE} -eq 1 ]] && args+=(--no-userspace)
+  [[ -n ${P2P_RUN_FILE} ]] && args+=(--run "${P2P_RUN_FILE}")
+  [[ -n ${P2P_RUN_SHA256} ]] && args+=(--run-sha256 "${P2P_RUN_SHA256}")
+  [[ ${P2P_VERBOSE} -eq 1 ]] && args+=(--verbose)
+  [[ ${P2P_YES} -eq 1 ]] && args+=(--yes)
+  lock_release
+  stage install "as root: sudo $0 ${args[*]}"
+  sudo -- "$0" "${args[@]}"
+}
+
+next_steps() {
+  local tag=$1
+  cat <<EOF
+
+Next steps:
+  1. Reboot, so the new modules and their options are used. (Without a display
+     server on the GPUs you may instead reload them:
+       sudo rmmod nvidia_drm nvidia_modeset nvidia_uvm nvidia && sudo modprobe nvidia)
+  2. Check that P2P really works between every GPU pair:
+       ./build.sh verify
+  P2P can be switched off without rebuilding: see README.md, "Switching P2P off".
+EOF
+  verbose "pipeline for ${tag} done"
+}
+
+help_list() {
+  cat <<'EOF'
+Usage: build.sh list
+
+One line per supported tag: tag, patch family, what this project has verified
+for it (apply = series applies at fuzz 0, build = modules compile,
+load = module init ran in a VM; no tag has been verified on consumer GPU
+hardware), and whether a verified source and .run are in this machine's cache.
+EOF
+}
+
+cmd_list() {
+  local extra="" tag src run
+  parse_stage_args list extra "$@"
+  [[ -z ${extra} ]] || die "${EX_USAGE}" "list takes no tag"
+  versions_load
+  printf '%-12s %-8s %-18s %-7s %s\n' TAG FAMILY VERIFIED SOURCE RUN
+  for tag in "${V_TAGS[@]}"; do
+    src=no
+    [[ -f "$(cache_src_dir "${tag}").pin" ]] && src=cached
+    run=no
+    [[ -f $(cache_run_file "${tag}") ]] && run=cached
+    [[ ${V_RUN_SHA[${tag}]} == unknown && ${run} == no ]] && run="sha256 unknown"
+    printf '%-12s %-8s %-18s %-7s %s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_TESTED[${tag}]}" "${src}" "${run}"
+  done
+}
+
+help_check() {
+  cat <<'EOF'
+Usage: build.sh check <tag>
+
+Exit 0 when <tag> is supported (listed in versions.conf with a complete patch
+family), 3 when it is not, 4 when the data for it is malformed. Prints the
+tag's family and patch list.
+EOF
+}
+
+cmd_check() {
+  local tag=""
+  parse_stage_args check tag "$@"
+  require_tag "${tag}"
+  local patches
+  patches=$(family_series "${tag}")
+  [[ -r "$(family_dir "${tag}")/modprobe.conf" ]] || die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has no modprobe.conf"
+  printf '%s: supported, family %s, .run sha256 %s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_RUN_SHA[${tag}]}"
+  printf '  %s\n' "${patches//$'\n'/$'\n'  }"
+}
+
+help_verify() {
+  cat <<'EOF'
+Usage: build.sh verify [--build-only] [p2p-verify options]
+
+Build (make -C verify) and run the P2P verification tool: peer access matrix,
+integrity-checked peer copies and peer loads/stores, bandwidth and latency
+matrices with P2P on and off, and NCCL all-reduce with P2P allowed and
+disallowed. Needs the CUDA toolkit (nvcc) to build; NCCL is optional.
+Its exit code is the verdict (0 = every pair has P2P and every byte arrived);
+see `verify/p2p-verify --help` and verify/README.md.
+
+  --build-only   only compile the tool
+EOF
+}
+
+cmd_verify() {
+  local build_only=0
+  local -a tool_args=()
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build-only) build_only=1 ;;
+    *) tool_args+=("$1") ;;
+    esac
+    shift
+  done
+  stage verify "building verify/p2p-verify"
+  run make -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify (is the CUDA toolkit installed? nvcc on PATH or CUDA_HOME set)"
+  [[ ${build_only} -eq 1 ]] && return 0
+  [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would run: %s\n' "$(quote_cmd "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}")"; return 0; }
+  stage verify "running p2p-verify"
+  exec "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}"
+}
+
+help_exit_codes() {
+  printf 'Exit codes of build.sh:\n'
+  exit_code_table | sed 's/^/  /'
+  printf 'build.sh verify exits with the verdict of verify/p2p-verify (see its --help).\n'
+}
+
+usage() {
+  cat <<'EOF'
+Usage: build.sh <tag> [options]          fetch, verify, patch, build and install driver <tag>
+       build.sh <command> [args] [options]
+
+PCIe peer-to-peer (BAR1 P2P) for consumer NVIDIA GPUs (RTX 3090, RTX 4090) on
+NVIDIA's open kernel modules, from verified upstream sources.
+
+Commands:
+  fetch <tag>       put the verified upstream source (and .run) into the cache
+  patch <tag>       apply the patch series at fuzz 0 to a copy of the source
+  build <tag>       build the patched modules for a kernel
+  install <tag>     install built modules, the matching userspace .run, the P2P options
+  uninstall         remove what install put in place
+  preflight         report P2P-relevant facts about this machine
+  verify            build and run the P2P verification tool
+  list              supported tags, their family and what is verified
+  check <tag>       exit 0 if <tag> is supported
+  help [command]    this text, a command's help, or `help exit-codes`
+
+Global options:
+  --cache-dir DIR   verified sources, .run files, logs, ccache
+                    (default: ${XDG_CACHE_HOME:-~/.cache}/nvidia-p2p)
+  --work-dir DIR    patched trees, builds (default: <cache-dir>/work)
+  --root DIR        install into DIR instead of / (staging, packaging, tests)
+  --dry-run         print every step, change nothing
+  --yes, -y         do not ask for confirmation
+  --verbose, -v     show command output and details
+  --help, -h        help (after a command: that command's help)
+  --version         print build.sh's version
+
+Each run writes a log file to <cache-dir>/logs/. NO_COLOR is honoured.
+Exit codes: build.sh help exit-codes.
+EOF
+}
+
+cmd_help() {
+  local topic=${1:-}
+  case ${topic} in
+  "") usage ;;
+  exit-codes) help_exit_codes ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check) "help_${topic}" ;;
+  all | pipeline | tag) help_all ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check)" ;;
+  esac
+}

@@ -1,0 +1,235 @@
+# shellcheck shell=bash
+# lib/common.sh: messages, exit codes, logging, dry-run, locking and temp files
+# shared by every command of build.sh. Sourced, never executed.
+
+# Exit codes. exit_code_table below describes each; README.md carries its
+# output (a test keeps the two in step).
+readonly EX_OK=0
+readonly EX_FAIL=1
+readonly EX_USAGE=2
+readonly EX_UNSUPPORTED=3
+readonly EX_DATA=4
+readonly EX_FETCH=5
+readonly EX_CHECKSUM=6
+readonly EX_PATCH=7
+readonly EX_BUILD=8
+readonly EX_INSTALL=9
+readonly EX_PREFLIGHT=10
+readonly EX_LOCKED=11
+readonly EX_MISMATCH=12
+readonly EX_SKIP=77
+readonly EX_INTERRUPTED=130
+
+exit_code_table() {
+  printf '%s\t%s\n' \
+    "${EX_OK}" "success" \
+    "${EX_FAIL}" "internal or unexpected error" \
+    "${EX_USAGE}" "bad command line" \
+    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string" \
+    "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
+    "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
+    "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch" \
+    "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written)" \
+    "${EX_BUILD}" "kbuild failed, or the built modules failed their checks" \
+    "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
+    "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, Secure Boot, nothing built..." \
+    "${EX_LOCKED}" "another build.sh run holds the lock" \
+    "${EX_MISMATCH}" "userspace driver version would differ from the module version" \
+    "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
+    "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
+}
+
+P2P_PROG="build.sh"
+P2P_VERBOSE=0
+P2P_DRY_RUN=0
+P2P_YES=0
+P2P_LOG_FILE=""
+P2P_START_SECONDS=${SECONDS}
+
+# die [CODE] MESSAGE...: print "build.sh: MESSAGE" on stderr and exit.
+die() {
+  local code=${EX_FAIL}
+  if [[ $# -gt 1 && $1 =~ ^[0-9]+$ ]]; then
+    code=$1
+    shift
+  fi
+  printf '%s: %s\n' "${P2P_PROG}" "$*" >&2
+  log_line "ERROR($code): $*"
+  exit "${code}"
+}
+
+warn() {
+  printf '%s: warning: %s\n' "${P2P_PROG}" "$*" >&2
+  log_line "WARNING: $*"
+}
+
+# note MESSAGE: information for the user, on stderr (stdout carries results).
+note() {
+  printf '%s: %s\n' "${P2P_PROG}" "$*" >&2
+  log_line "$*"
+}
+
+verbose() {
+  log_line "$*"
+  if [[ ${P2P_VERBOSE} -eq 1 ]]; then
+    printf '%s: %s\n' "${P2P_PROG}" "$*" >&2
+  fi
+}
+
+# Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+use_color() {
+  [[ -z ${NO_COLOR:-} && -t 2 ]]
+}
+
+# stage NAME TEXT: a progress line with the time since the run started.
+stage() {
+  local name=$1
+  shift
+  local elapsed=$((SECONDS - P2P_START_SECONDS))
+  local stamp
+  stamp=$(printf '[%02d:%02d]' $((elapsed / 60)) $((elapsed % 60)))
+  if use_color; then
+    printf '\033[1m%s %-9s\033[0m %s\n' "${stamp}" "${name}" "$*" >&2
+  else
+    printf '%s %-9s %s\n' "${stamp}" "${name}" "$*" >&2
+  fi
+  log_line "STAGE ${name}: $*"
+}
+
+log_line() {
+  if [[ -n ${P2P_LOG_FILE} ]]; then
+    printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"${P2P_LOG_FILE}" 2>/dev/null || true
+  fi
+}
+
+# log_open DIR: start this run's log file under DIR (one file per run).
+log_open() {
+  local dir=$1
+  mkdir -p "${dir}" 2>/dev/null || return 0
+  P2P_LOG_FILE="${dir}/$(date -u +%Y%m%dT%H%M%SZ)-$$.log"
+  : >"${P2P_LOG_FILE}" 2>/dev/null || P2P_LOG_FILE=""
+}
+
+# run CMD...: run a command that changes something; with --dry-run only print it.
+run() {
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would run: %s\n' "$(quote_cmd "$@")"
+    return 0
+  fi
+  log_line "RUN $(quote_cmd "$@")"
+  "$@"
+}
+
+# run_logged CMD...: like run, output into the log file (and on stderr with --verbose).
+run_logged() {
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would run: %s\n' "$(quote_cmd "$@")"
+    return 0
+  fi
+  log_line "RUN $(quote_cmd "$@")"
+  if [[ -z ${P2P_LOG_FILE} ]]; then
+    "$@"
+  elif [[ ${P2P_VERBOSE} -eq 1 ]]; then
+    "$@" 2>&1 | tee -a "${P2P_LOG_FILE}" >&2
+  else
+    "$@" >>"${P2P_LOG_FILE}" 2>&1
+  fi
+}
+
+quote_cmd() {
+  local out="" arg
+  for arg in "$@"; do
+    out+="${out:+ }$(printf '%q' "${arg}")"
+  done
+  printf '%s' "${out}"
+}
+
+# need_cmd NAME [PACKAGE]: die with EX_PREFLIGHT if a required program is missing.
+need_cmd() {
+  command -v "$1" >/dev/null 2>&1 ||
+    die "${EX_PREFLIGHT}" "'$1' is required but not installed${2:+ (Debian package: $2)}"
+}
+
+is_root() {
+  [[ "$(id -u)" == 0 ]]
+}
+
+nproc_or_1() {
+  nproc 2>/dev/null || echo 1
+}
+
+# mk_temp_dir PARENT: create a temp directory under PARENT, removed at exit,
+# and set P2P_TMP to it (not printed: a command substitution would lose the
+# registration).
+P2P_TEMPS=()
+P2P_TMP=""
+mk_temp_dir() {
+  local parent=$1
+  mkdir -p "${parent}"
+  P2P_TMP=$(mktemp -d "${parent}/.tmp.XXXXXX")
+  P2P_TEMPS+=("${P2P_TMP}")
+}
+
+cleanup_temps() {
+  local t
+  for t in "${P2P_TEMPS[@]+"${P2P_TEMPS[@]}"}"; do
+    [[ -n ${t} && -e ${t} ]] && rm -rf -- "${t}"
+  done
+  P2P_TEMPS=()
+}
+
+# Exit hooks run in reverse order of registration (the install transaction adds
+# its rollback here).
+P2P_EXIT_HOOKS=()
+on_exit() {
+  P2P_EXIT_HOOKS+=("$1")
+}
+
+run_exit_hooks() {
+  local rc=$? i
+  trap - EXIT INT TERM
+  for ((i = ${#P2P_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+    "${P2P_EXIT_HOOKS[i]}" "${rc}" || true
+  done
+  cleanup_temps
+  exit "${rc}"
+}
+
+on_signal() {
+  printf '\n%s: interrupted\n' "${P2P_PROG}" >&2
+  log_line "INTERRUPTED"
+  exit "${EX_INTERRUPTED}"
+}
+
+install_traps() {
+  trap run_exit_hooks EXIT
+  trap on_signal INT TERM
+}
+
+# lock_acquire DIR: one build.sh run at a time per cache directory.
+P2P_LOCK_FD=""
+lock_acquire() {
+  local dir=$1
+  [[ -n ${P2P_LOCK_FD} ]] && return 0
+  mkdir -p "${dir}"
+  exec {P2P_LOCK_FD}>"${dir}/build.lock"
+  if ! flock -n "${P2P_LOCK_FD}"; then
+    die "${EX_LOCKED}" "another build.sh run holds the lock ${dir}/build.lock; wait for it to finish"
+  fi
+}
+
+confirm() {
+  local question=$1 answer
+  [[ ${P2P_YES} -eq 1 || ${P2P_DRY_RUN} -eq 1 ]] && return 0
+  if [[ ! -t 0 ]]; then
+    die "${EX_PREFLIGHT}" "${question} Not a terminal; pass --yes to proceed"
+  fi
+  read -r -p "${P2P_PROG}: ${question} [y/N] " answer
+  [[ ${answer} == [yY] || ${answer} == [yY][eE][sS] ]] ||
+    die "${EX_PREFLIGHT}" "cancelled"
+}
+
+# sha256_of FILE: the file's sha256 in lowercase hex.
+sha256_of() {
+  sha256sum -- "$1" | cut -d' ' -f1
+}

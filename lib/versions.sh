@@ -1,0 +1,80 @@
+# shellcheck shell=bash
+# lib/versions.sh: read versions.conf (data: parsed, never sourced) and validate tags.
+
+declare -gA V_FAMILY=() V_COMMIT=() V_TREE=() V_CORE=() V_RUN_SHA=() V_RUN_URL=() V_TESTED=()
+declare -ga V_TAGS=()
+V_LOADED=""
+
+readonly TAG_RE='^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$'
+readonly FAMILY_RE='^[0-9]{3}(-[0-9]{3})?$'
+readonly OID_RE='^[0-9a-f]{40}$'
+readonly SHA256_RE='^[0-9a-f]{64}$'
+readonly TESTED_RE='^(-|(apply|build|load)(,(apply|build|load))*)$'
+
+# valid_tag_string STRING: a driver tag looks like 565.57.01 or 570.144 and
+# nothing else (no '/', '..', spaces or shell metacharacters get further).
+valid_tag_string() {
+  [[ $1 =~ ${TAG_RE} ]]
+}
+
+versions_file() {
+  printf '%s/versions.conf\n' "${P2P_DATA_DIR}"
+}
+
+# versions_load: parse versions.conf once; EX_DATA on any malformed line.
+versions_load() {
+  [[ -n ${V_LOADED} ]] && return 0
+  local file lineno=0 line
+  file=$(versions_file)
+  [[ -r ${file} ]] || die "${EX_DATA}" "cannot read ${file}"
+  while IFS= read -r line || [[ -n ${line} ]]; do
+    lineno=$((lineno + 1))
+    line=${line%%#*}
+    [[ ${line} =~ ^[[:space:]]*$ ]] && continue
+    versions_parse_line "${file##*/}:${lineno}" "${line}"
+  done <"${file}"
+  [[ ${#V_TAGS[@]} -gt 0 ]] || die "${EX_DATA}" "${file}: no tags"
+  V_LOADED=1
+}
+
+versions_parse_line() {
+  local where=$1 line=$2
+  local -a f
+  read -r -a f <<<"${line}"
+  [[ ${#f[@]} -eq 8 ]] || die "${EX_DATA}" "${where}: expected 8 columns (tag family commit tree core run_sha256 run_url tested), found ${#f[@]}"
+  local tag=${f[0]} family=${f[1]} commit=${f[2]} tree=${f[3]} core=${f[4]} sha=${f[5]} url=${f[6]} tested=${f[7]}
+  valid_tag_string "${tag}" || die "${EX_DATA}" "${where}: bad tag '${tag}'"
+  [[ ${family} =~ ${FAMILY_RE} ]] || die "${EX_DATA}" "${where}: bad family '${family}'"
+  [[ ${commit} =~ ${OID_RE} ]] || die "${EX_DATA}" "${where}: bad commit id '${commit}'"
+  [[ ${tree} =~ ${OID_RE} ]] || die "${EX_DATA}" "${where}: bad tree id '${tree}'"
+  [[ ${core} =~ ${OID_RE} ]] || die "${EX_DATA}" "${where}: bad core tree id '${core}'"
+  [[ ${sha} =~ ${SHA256_RE} || ${sha} == unknown ]] || die "${EX_DATA}" "${where}: bad .run sha256 '${sha}' (64 hex digits or 'unknown')"
+  [[ ${url} =~ ^https://[A-Za-z0-9./_+-]+$ ]] || die "${EX_DATA}" "${where}: bad .run URL '${url}' (https only)"
+  [[ ${tested} =~ ${TESTED_RE} ]] || die "${EX_DATA}" "${where}: bad tested column '${tested}'"
+  [[ -z ${V_FAMILY[${tag}]+x} ]] || die "${EX_DATA}" "${where}: tag ${tag} listed twice"
+  V_TAGS+=("${tag}")
+  V_FAMILY[${tag}]=${family}
+  V_COMMIT[${tag}]=${commit}
+  V_TREE[${tag}]=${tree}
+  V_CORE[${tag}]=${core}
+  V_RUN_SHA[${tag}]=${sha}
+  V_RUN_URL[${tag}]=${url}
+  V_TESTED[${tag}]=${tested}
+}
+
+# tag_info TAG: the tag's pins on one line (for .pin files and logs).
+tag_info() {
+  local t=$1
+  printf 'tag=%s family=%s commit=%s tree=%s core=%s run_sha256=%s run_url=%s tested=%s\n' \
+    "${t}" "${V_FAMILY[${t}]}" "${V_COMMIT[${t}]}" "${V_TREE[${t}]}" "${V_CORE[${t}]}" \
+    "${V_RUN_SHA[${t}]}" "${V_RUN_URL[${t}]}" "${V_TESTED[${t}]}"
+}
+
+# require_tag TAG: validate the string, then that versions.conf supports it.
+require_tag() {
+  local tag=$1
+  [[ -n ${tag} ]] || die "${EX_USAGE}" "a driver tag is required (see: build.sh list)"
+  valid_tag_string "${tag}" || die "${EX_UNSUPPORTED}" "'${tag}' is not a driver tag (expected digits and dots, like 565.57.01)"
+  versions_load
+  [[ -n ${V_FAMILY[${tag}]+x} ]] || die "${EX_UNSUPPORTED}" "tag ${tag} is not supported (see: build.sh list)"
+}

@@ -1,0 +1,197 @@
+# shellcheck shell=bash
+# test/test_helper.bash: hermetic setup for the bats suites. Each test gets a
+# temporary HOME, cache, work dir and install root, a stub directory first on
+# PATH, and (make_fixture) a small fake upstream: a git repository with a tag,
+# its GitHub-style and release-style tarballs, a patch family for it, a
+# versions.conf pinning it, and a stand-in .run installer. No root, no network.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+REPO_ROOT="$(cd "${BATS_TEST_DIRNAME}/../.." && pwd -P)"
+BUILD_SH="${REPO_ROOT}/build.sh"
+FIXTURE_TAG="999.10.01"
+FIXTURE_KREL="6.1.0-99-test"
+
+common_setup() {
+  export HOME="${BATS_TEST_TMPDIR}/home"
+  mkdir -p "${HOME}"
+  unset XDG_CACHE_HOME NVP2P_DATA_DIR NVP2P_SYSFS CCACHE_DIR
+  export NO_COLOR=1 LC_ALL=C
+  STUBS="${BATS_TEST_TMPDIR}/stubs"
+  mkdir -p "${STUBS}"
+  export PATH="${STUBS}:${PATH}"
+  export STUB_LOG="${BATS_TEST_TMPDIR}/stub.log"
+  : >"${STUB_LOG}"
+  CACHE="${BATS_TEST_TMPDIR}/cache"
+  WORK="${BATS_TEST_TMPDIR}/work"
+  ROOT="${BATS_TEST_TMPDIR}/root"
+  mkdir -p "${ROOT}"
+  export CACHE WORK ROOT
+}
+
+# stub NAME [BODY]: an executable NAME first on PATH. Without BODY it records
+# its arguments in $STUB_LOG and succeeds.
+stub() {
+  local name=$1 body=${2:-}
+  {
+    printf '#!/usr/bin/env bash\n'
+    printf 'printf "%%s %%s\\n" %q "$*" >>"${STUB_LOG}"\n' "${name}"
+    printf '%s\n' "${body}"
+  } >"${STUBS}/${name}"
+  chmod +x "${STUBS}/${name}"
+}
+
+# unstub_path NAME: a PATH without any directory that has NAME (keeps stubs).
+path_without() {
+  local name=$1 dir out=""
+  local -a dirs
+  IFS=: read -r -a dirs <<<"${PATH}"
+  for dir in "${dirs[@]}"; do
+    if [[ ${dir} != "${STUBS}" && -x ${dir}/${name} ]]; then
+      continue
+    fi
+    out+="${out:+:}${dir}"
+  done
+  printf '%s\n' "${out}"
+}
+
+# run_build ARGS...: build.sh with the test's cache and work dirs.
+run_build() {
+  run "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" "$@"
+}
+
+# as_user: make `id -u` report a normal user for the rest of the test.
+as_user() {
+  stub id 'case "$1" in -u) echo 1000 ;; -un) echo tester ;; *) echo "uid=1000(tester)" ;; esac'
+}
+
+# as_root: make `id -u` report root (the test machine's real uid is irrelevant).
+as_root() {
+  stub id 'case "$1" in -u) echo 0 ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac'
+}
+
+# --- fixture upstream ---------------------------------------------------------
+
+# make_fixture: build (once per test file) the fake upstream and data dir, then
+# point build.sh at the data with NVP2P_DATA_DIR.
+make_fixture() {
+  FIX="${BATS_FILE_TMPDIR}/fixture"
+  if [[ ! -f ${FIX}/.done ]]; then
+    fixture_build "${FIX}" >"${BATS_FILE_TMPDIR}/fixture.log" 2>&1
+  fi
+  export FIX
+  export NVP2P_DATA_DIR="${BATS_TEST_TMPDIR}/data"
+  rm -rf "${NVP2P_DATA_DIR}"
+  cp -a "${FIX}/data" "${NVP2P_DATA_DIR}"
+  fixture_kernel "${ROOT}" "${FIXTURE_KREL}"
+  fixture_build_stubs
+}
+
+fixture_build() {
+  local fix=$1 tag=${FIXTURE_TAG} tree core commit src
+  rm -rf "${fix}"
+  mkdir -p "${fix}"
+  src="${fix}/upstream"
+  mkdir -p "${src}/kernel-open/nvidia" "${src}/src/nvidia" "${src}/.github"
+  printf 'obj-m := nvidia.o\n' >"${src}/kernel-open/Makefile"
+  printf '#!/bin/sh\necho conftest\n' >"${src}/kernel-open/conftest.sh"
+  chmod +x "${src}/kernel-open/conftest.sh"
+  printf 'int nv_resize(void)\n{\n    return pci_resize_resource(0, 1, 2);\n}\n' >"${src}/kernel-open/nvidia/nv-pci.c"
+  printf 'int kbus(int type)\n{\n    if (type == 1)\n        return mailbox();\n    return -1;\n}\n' >"${src}/src/nvidia/kern_bus.c"
+  printf 'modules:\n\t@echo building\n' >"${src}/Makefile"
+  printf 'issue template\n' >"${src}/.github/ISSUE.md"
+  printf '# Changelog (git)\n' >"${src}/CHANGELOG.md"
+  git -C "${src}" init -q
+  git -C "${src}" -c user.name=t -c user.email=t@t add -A
+  git -C "${src}" -c user.name=t -c user.email=t@t commit -q -m "${tag}"
+  git -C "${src}" -c user.name=t -c user.email=t@t tag -a -m "${tag}" "${tag}"
+  commit=$(git -C "${src}" rev-parse HEAD)
+  tree=$(git -C "${src}" rev-parse 'HEAD^{tree}')
+  core=$(git -C "${src}" ls-tree HEAD | grep -v -E $'\t(\\.github|CHANGELOG\\.md)$' | git -C "${src}" mktree)
+  # GitHub-style archive, and a release tarball (no .github, other CHANGELOG).
+  git -C "${src}" archive --format=tar.gz --prefix="open-gpu-kernel-modules-${commit}/" -o "${fix}/github.tar.gz" HEAD
+  mkdir -p "${fix}/rel/NVIDIA-kernel-module-source-${tag}"
+  git -C "${src}" archive HEAD | tar -x -C "${fix}/rel/NVIDIA-kernel-module-source-${tag}"
+  rm -rf "${fix}/rel/NVIDIA-kernel-module-source-${tag}/.github"
+  printf '# Changelog (release)\n' >"${fix}/rel/NVIDIA-kernel-module-source-${tag}/CHANGELOG.md"
+  tar -C "${fix}/rel" -cJf "${fix}/release.tar.xz" "NVIDIA-kernel-module-source-${tag}"
+  fixture_data "${fix}" "${tag}" "${commit}" "${tree}" "${core}"
+  touch "${fix}/.done"
+}
+
+# fixture_data FIX TAG COMMIT TREE CORE: series, a family with two patches
+# made with diff, modprobe.conf, the stand-in .run and versions.conf.
+fixture_data() {
+  local fix=$1 tag=$2 commit=$3 tree=$4 core=$5 data a b run sha
+  data="${fix}/data"
+  mkdir -p "${data}/patches/999"
+  printf '# fixture series\ncompat-0001-resize.patch\np2p-0001-route.patch\n' >"${data}/series"
+  a="${fix}/a"
+  b="${fix}/b"
+  mkdir -p "${a}" "${b}"
+  git -C "${fix}/upstream" archive HEAD | tar -x -C "${a}"
+  cp -a "${a}/." "${b}/"
+  sed -i 's/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, 0)/' "${b}/kernel-open/nvidia/nv-pci.c"
+  fixture_patch "${fix}" kernel-open/nvidia/nv-pci.c "Kernel compat fixture" >"${data}/patches/999/compat-0001-resize.patch"
+  cp "${b}/kernel-open/nvidia/nv-pci.c" "${a}/kernel-open/nvidia/nv-pci.c"
+  sed -i 's/        return mailbox();/        return mailbox();\n    if (type == 2)\n        return bar1();/' "${b}/src/nvidia/kern_bus.c"
+  fixture_patch "${fix}" src/nvidia/kern_bus.c "Route fixture" >"${data}/patches/999/p2p-0001-route.patch"
+  printf 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"\n' >"${data}/patches/999/modprobe.conf"
+  run="${fix}/NVIDIA-Linux-x86_64-${tag}.run"
+  sed "s/@VERSION@/${tag}/" "${BATS_TEST_DIRNAME}/../fixtures/standin.run.in" >"${run}"
+  chmod +x "${run}"
+  sha=$(sha256sum "${run}" | cut -d' ' -f1)
+  {
+    printf '# fixture versions.conf\n'
+    printf '%s 999 %s %s %s %s https://example.invalid/NVIDIA-Linux-x86_64-%s.run apply\n' \
+      "${tag}" "${commit}" "${tree}" "${core}" "${sha}" "${tag}"
+    printf '999.20.01 999 %s %s %s unknown https://example.invalid/NVIDIA-Linux-x86_64-999.20.01.run -\n' \
+      "${commit}" "${tree}" "${core}"
+  } >"${data}/versions.conf"
+}
+
+fixture_patch() {
+  local fix=$1 file=$2 desc=$3
+  printf 'Description: %s\nAuthor: tests\nForwarded: not-needed\nLast-Update: 2026-11-20\n' "${desc}"
+  (cd "${fix}" && diff -u --label "a/${file}" --label "b/${file}" "a/${file}" "b/${file}") || true
+}
+
+# fixture_kernel ROOT KREL: installed "headers" for KREL under ROOT.
+fixture_kernel() {
+  local root=$1 krel=$2 hdr
+  hdr="${root}/usr/src/linux-headers-${krel}"
+  mkdir -p "${hdr}/include/config" "${root}/lib/modules/${krel}/kernel"
+  printf 'include %s/Makefile\n' "${root}/usr/src/linux-headers-common" >"${hdr}/Makefile"
+  printf '%s\n' "${krel}" >"${hdr}/include/config/kernel.release"
+  mkdir -p "${root}/usr/src/linux-headers-common"
+  printf '# common\n' >"${root}/usr/src/linux-headers-common/Makefile"
+  ln -sfn "${hdr}" "${root}/lib/modules/${krel}/build"
+  ln -sfn "${root}/usr/src/linux-headers-common" "${root}/lib/modules/${krel}/source"
+}
+
+# fixture_build_stubs: make that "builds" five text .ko files, modinfo that
+# reads them, and the install-side tools (depmod, update-initramfs, strip).
+fixture_build_stubs() {
+  stub make '
+dir=""; krel=""; version="${FAKE_KO_VERSION:-'"${FIXTURE_TAG}"'}"
+while [[ $# -gt 0 ]]; do
+  case $1 in -C) dir=$2; shift ;; SYSOUT=*) krel=$(cat "${1#SYSOUT=}/include/config/kernel.release") ;; esac
+  shift
+done
+[[ -n ${FAKE_MAKE_FAIL:-} ]] && { echo "nv.c:1: error: fake failure" >&2; exit 2; }
+for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+  printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
+done'
+  stub modinfo '
+field=""; file=""
+while [[ $# -gt 0 ]]; do case $1 in -F) field=$2; shift ;; *) file=$1 ;; esac; shift; done
+[[ -f ${file} ]] || exit 1
+sed -n "s/^${field}=//p" "${file}"'
+  stub depmod '[[ -n ${FAKE_DEPMOD_FAIL:-} ]] && exit 1; exit 0'
+  stub update-initramfs '[[ -n ${FAKE_INITRAMFS_FAIL:-} ]] && exit 1; exit 0'
+  stub strip
+  stub dpkg-query 'exit 1'
+  stub uname 'case "$1" in -r) echo '"${FIXTURE_KREL}"' ;; *) echo Linux ;; esac'
+}

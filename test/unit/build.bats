@@ -1,0 +1,133 @@
+#!/usr/bin/env bats
+# build: kernel selection (installed headers, split/relocated header trees),
+# the make invocation, module checks, failures.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_success
+}
+
+@test "build against installed headers passes SYSSRC/SYSOUT from /lib/modules and checks the modules" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_line "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+  local m
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    assert_file_exist "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}/${m}.ko"
+  done
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "SYSSRC=${ROOT}/usr/src/linux-headers-common"
+  assert_output --partial "SYSOUT=${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}"
+  assert_output --regexp "-j[0-9]+"
+  refute_output --partial "ccache"
+}
+
+@test "the running kernel is the default target" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
+  assert_success
+  assert_line "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+}
+
+@test "ccache is used when installed" {
+  stub ccache
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}"
+  assert_success
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "CC=ccache gcc"
+}
+
+@test "missing headers exit 10 and name the package to install" {
+  mkdir -p "${ROOT}/etc"
+  printf 'ID=debian\n' >"${ROOT}/etc/os-release"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel 6.1.0-77-amd64
+  assert_failure 10
+  assert_output --partial "no kernel headers for 6.1.0-77-amd64"
+  assert_output --partial "apt-get install linux-headers-6.1.0-77-amd64"
+}
+
+@test "--kernel with a non-release string is refused (2)" {
+  run_build build "${FIXTURE_TAG}" --kernel '../../etc'
+  assert_failure 2
+}
+
+@test "--kernel-src: split headers extracted outside /usr/src get a shadow with the include fixed" {
+  local sysroot="${BATS_TEST_TMPDIR}/sysroot/usr/src"
+  mkdir -p "${sysroot}/linux-headers-6.12.0-test-amd64/include/config" "${sysroot}/linux-headers-6.12.0-test-common" \
+    "${BATS_TEST_TMPDIR}/sysroot/usr/lib/linux-kbuild-6.12/scripts"
+  printf 'include /usr/src/linux-headers-6.12.0-test-common/Makefile\n' >"${sysroot}/linux-headers-6.12.0-test-amd64/Makefile"
+  printf '6.12.0-test-amd64\n' >"${sysroot}/linux-headers-6.12.0-test-amd64/include/config/kernel.release"
+  printf '# common\n' >"${sysroot}/linux-headers-6.12.0-test-common/Makefile"
+  ln -s ../../lib/linux-kbuild-6.12/scripts "${sysroot}/linux-headers-6.12.0-test-amd64/scripts"
+  run_build build "${FIXTURE_TAG}" --kernel-src "${sysroot}/linux-headers-6.12.0-test-amd64" --no-ccache
+  assert_success
+  local shadow="${WORK}/kernels/linux-headers-6.12.0-test-amd64"
+  assert_file_exist "${shadow}/Makefile"
+  run cat "${shadow}/Makefile"
+  assert_output "include ${sysroot}/linux-headers-6.12.0-test-common/Makefile"
+  assert_equal "$(readlink "${shadow}/scripts")" "${BATS_TEST_TMPDIR}/sysroot/usr/lib/linux-kbuild-6.12/scripts"
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "SYSSRC=${sysroot}/linux-headers-6.12.0-test-common"
+  assert_output --partial "SYSOUT=${shadow}"
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/modules-6.12.0-test-amd64/nvidia.ko"
+}
+
+@test "--kernel-src without kernel.release is refused (10)" {
+  mkdir -p "${BATS_TEST_TMPDIR}/notakernel"
+  touch "${BATS_TEST_TMPDIR}/notakernel/Makefile"
+  run_build build "${FIXTURE_TAG}" --kernel-src "${BATS_TEST_TMPDIR}/notakernel"
+  assert_failure 10
+  assert_output --partial "not a prepared kernel build directory"
+}
+
+@test "a failed build exits 8, shows the errors, and leaves no modules" {
+  FAKE_MAKE_FAIL=1 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 8
+  assert_output --partial "build of ${FIXTURE_TAG} for ${FIXTURE_KREL} failed"
+  assert_output --partial "nv.c:1: error: fake failure"
+  assert_output --partial "nothing was installed"
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+}
+
+@test "modules with the wrong version fail the checks (8)" {
+  FAKE_KO_VERSION=999.10.02 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 8
+  assert_output --partial "has version '999.10.02', expected ${FIXTURE_TAG}"
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+}
+
+@test "modules with the wrong vermagic fail the checks (8)" {
+  FAKE_KO_KREL=6.1.0-1-other run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 8
+  assert_output --partial "expected kernel ${FIXTURE_KREL}"
+}
+
+@test "a missing module fails the checks (8)" {
+  stub make '
+dir=""; while [[ $# -gt 0 ]]; do [[ $1 == -C ]] && dir=$2; shift; done
+printf "version=%s\nvermagic=%s x\n" '"${FIXTURE_TAG} ${FIXTURE_KREL}"' >"${dir}/kernel-open/nvidia.ko"'
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 8
+  assert_output --partial "nvidia-uvm.ko was not built"
+}
+
+@test "a second build for the same kernel reuses the build tree" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  touch "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
+}
+
+@test "build --dry-run prints the make command and builds nothing" {
+  run_build --root "${ROOT}" --dry-run build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_output --partial "would run: make -C ${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL} modules"
+  assert_not_exist "${WORK}"
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+}

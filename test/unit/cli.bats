@@ -1,0 +1,218 @@
+#!/usr/bin/env bats
+# Command line, help, list/check, versions.conf parsing and tag validation.
+
+load ../test_helper
+
+setup() {
+  common_setup
+}
+
+@test "no arguments prints usage on stdout and exits 2" {
+  run_build
+  assert_failure 2
+  assert_output --partial "Usage: build.sh <tag>"
+}
+
+@test "--help prints usage and exits 0" {
+  run_build --help
+  assert_success
+  assert_output --partial "Commands:"
+  assert_output --partial "--dry-run"
+}
+
+@test "every command has --help next to it, and help <command> shows the same" {
+  local c
+  for c in fetch patch build install uninstall preflight verify list check; do
+    run_build "${c}" --help
+    assert_success
+    assert_output --partial "Usage: build.sh ${c}"
+    local via_flag=${output}
+    run_build help "${c}"
+    assert_success
+    assert_equal "${output}" "${via_flag}"
+  done
+  run_build 565.57.01 --help
+  assert_success
+  assert_output --partial "The whole pipeline"
+}
+
+@test "help for an unknown topic fails with 2" {
+  run_build help frobnicate
+  assert_failure 2
+  assert_output --partial "no help for 'frobnicate'"
+}
+
+@test "unknown command and unknown option exit 2" {
+  run_build frobnicate
+  assert_failure 2
+  assert_output --partial "unknown command 'frobnicate'"
+  run_build fetch 565.57.01 --frob
+  assert_failure 2
+  assert_output --partial "unknown option '--frob'"
+}
+
+@test "an option of another command is refused" {
+  run_build fetch 565.57.01 --kernel 6.1.0-56-amd64
+  assert_failure 2
+  assert_output --partial "option --kernel does not apply to fetch"
+}
+
+@test "an option missing its value exits 2" {
+  run_build fetch 565.57.01 --source
+  assert_failure 2
+  assert_output --partial "--source needs a value"
+  run_build --cache-dir
+  assert_failure 2
+  assert_output --partial "--cache-dir needs a value"
+}
+
+@test "--kernel and --kernel-src together are refused" {
+  run_build build 565.57.01 --kernel 6.1.0-56-amd64 --kernel-src /tmp
+  assert_failure 2
+  assert_output --partial "exclude each other"
+}
+
+@test "--run-sha256 must be 64 hex digits" {
+  run_build fetch 565.57.01 --run-sha256 abc
+  assert_failure 2
+  assert_output --partial "64 hex digits"
+}
+
+@test "list shows the three supported tags with family and verification" {
+  run_build list
+  assert_success
+  assert_line --regexp '^TAG +FAMILY +VERIFIED +SOURCE +RUN$'
+  assert_line --regexp '^565\.57\.01 +565-570 '
+  assert_line --regexp '^555\.58\.02 +555 '
+  assert_line --regexp '^535\.261\.03 +535 '
+  assert_equal "$(grep -c -E '^[0-9]{3}\.' <<<"${output}")" 3
+}
+
+@test "check succeeds for every tag in versions.conf and lists its patches" {
+  local tag
+  for tag in 535.261.03 555.58.02 565.57.01; do
+    run_build check "${tag}"
+    assert_success
+    assert_output --partial "${tag}: supported"
+    assert_output --partial "p2p-0001-bar1-p2p-hal-for-all-gpus.patch"
+    assert_output --partial "compat-0001-pci-resize-resource-exclude-bars.patch"
+  done
+}
+
+@test "check of an unknown tag exits 3" {
+  run_build check 999.99.99
+  assert_failure 3
+  assert_output --partial "not supported"
+}
+
+@test "tag strings with /, .., spaces or shell metacharacters are refused with 3 and create nothing" {
+  local bad
+  for bad in "../565.57.01" "565.57.01/x" "565 57 01" '565.57.01;id' '$(id)' '565.57.*' "" "565.57.01.02"; do
+    run_build fetch "${bad}"
+    if [[ -z ${bad} ]]; then
+      assert_failure 2
+    else
+      assert_failure 3
+      assert_output --partial "is not a driver tag"
+    fi
+  done
+  assert_not_exist "${CACHE}/src"
+}
+
+@test "the pipeline refuses a bad tag before doing anything" {
+  run_build '565.57.01$(touch x)' --dry-run
+  assert_failure 3
+  assert_not_exist x
+}
+
+@test "--version prints the version" {
+  run_build --version
+  assert_success
+  assert_output --regexp '^build\.sh [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "help exit-codes matches the table in README.md" {
+  run_build help exit-codes
+  assert_success
+  local code desc
+  while IFS=$'\t' read -r code desc; do
+    code=${code// /}
+    [[ ${code} =~ ^[0-9]+$ ]] || continue
+    grep -q -F "| ${code} | ${desc} |" "${REPO_ROOT}/README.md" ||
+      fail "README.md lacks exit code row: | ${code} | ${desc} |"
+  done <<<"${output}"
+}
+
+# --- versions.conf parsing ------------------------------------------------------
+
+write_versions() {
+  export NVP2P_DATA_DIR="${BATS_TEST_TMPDIR}/data"
+  mkdir -p "${NVP2P_DATA_DIR}"
+  cp -a "${REPO_ROOT}/series" "${REPO_ROOT}/patches" "${NVP2P_DATA_DIR}/"
+  printf '%s\n' "$@" >"${NVP2P_DATA_DIR}/versions.conf"
+}
+
+GOOD_LINE="565.57.01 565-570 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea5ecb9daba6fc54b1da71a9e58b 9e13db925ed29ea316554368cc342849891a787f 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a https://us.download.nvidia.com/XFree86/Linux-x86_64/565.57.01/NVIDIA-Linux-x86_64-565.57.01.run -"
+
+@test "a well-formed versions.conf with comments parses" {
+  write_versions "# comment" "" "${GOOD_LINE} # trailing comment"
+  run_build list
+  assert_success
+  assert_line --regexp '^565\.57\.01 '
+}
+
+@test "malformed versions.conf: wrong column count exits 4 with the line number" {
+  write_versions "# c" "${GOOD_LINE% *}"
+  run_build list
+  assert_failure 4
+  assert_output --partial "versions.conf:2: expected 8 columns"
+}
+
+@test "malformed versions.conf: bad ids, checksum, URL, family, tested column exit 4" {
+  local -a f
+  read -r -a f <<<"${GOOD_LINE}"
+  local i bad
+  for i in 1 2 3 4 5 6 7; do
+    local -a g=("${f[@]}")
+    case ${i} in
+    1) bad="5/65" ;;
+    2) bad="d5a0858f" ;;
+    3) bad="XYZ2d2dae6b0ea5ecb9daba6fc54b1da71a9e58b" ;;
+    4) bad="9e13db925ed29ea316554368cc342849891a787" ;;
+    5) bad="6eebe94e" ;;
+    6) bad="http://example.com/x.run" ;;
+    7) bad="hardware" ;;
+    esac
+    g[i]=${bad}
+    write_versions "${g[*]}"
+    run_build list
+    assert_failure 4
+    assert_output --partial "versions.conf:1: bad"
+  done
+}
+
+@test "malformed versions.conf: a duplicate tag exits 4" {
+  write_versions "${GOOD_LINE}" "${GOOD_LINE}"
+  run_build list
+  assert_failure 4
+  assert_output --partial "listed twice"
+}
+
+@test "versions.conf is data: shell in it is never executed" {
+  write_versions "${GOOD_LINE}" "\$(touch ${BATS_TEST_TMPDIR}/pwned) x x x x x x x"
+  run_build list
+  assert_failure 4
+  assert_not_exist "${BATS_TEST_TMPDIR}/pwned"
+}
+
+@test "an empty versions.conf exits 4" {
+  write_versions "# nothing"
+  run_build list
+  assert_failure 4
+  assert_output --partial "no tags"
+}
+
+@test "NO_COLOR: progress lines carry no escape sequences" {
+  run_build 565.57.01 --dry-run --kernel 6.1.0-nonexistent
+  refute_output --partial $'\033['
+}

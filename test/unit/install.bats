@@ -1,0 +1,253 @@
+#!/usr/bin/env bats
+# install and uninstall: what they write, the transaction (rollback on failure
+# and on signals), root, Secure Boot, version agreement.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  export STANDIN_ROOT="${ROOT}"
+  RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  MODDIR="${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p"
+  run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
+  assert_success
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
+  assert_success
+  as_root
+  # A previous state to be preserved: another install's options, and an index.
+  mkdir -p "${ROOT}/etc/modprobe.d" "${ROOT}/boot"
+  printf 'options nvidia previous=1\n' >"${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  printf 'old index\n' >"${ROOT}/lib/modules/${FIXTURE_KREL}/modules.dep"
+  printf 'old initrd\n' >"${ROOT}/boot/initrd.img-${FIXTURE_KREL}"
+}
+
+install_fixture() {
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}" "$@"
+}
+
+assert_previous_state() {
+  assert_not_exist "${MODDIR}"
+  assert_not_exist "${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output 'options nvidia previous=1'
+  run cat "${ROOT}/lib/modules/${FIXTURE_KREL}/modules.dep"
+  assert_output 'old index'
+  run cat "${ROOT}/boot/initrd.img-${FIXTURE_KREL}"
+  assert_output 'old initrd'
+  assert_not_exist "${ROOT}/var/lib/nvidia-p2p/installed-${FIXTURE_KREL}"
+  assert_equal "$(find "${ROOT}/var/lib/nvidia-p2p" -name 'txn.*' 2>/dev/null | wc -l)" 0
+}
+
+@test "install puts modules, depmod override, P2P options and the userspace driver in place" {
+  install_fixture
+  assert_success
+  local m
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    assert_file_exist "${MODDIR}/${m}.ko"
+  done
+  run cat "${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  assert_line 'override nvidia * updates/nvidia-p2p'
+  assert_line 'override nvidia_uvm * updates/nvidia-p2p'
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output --partial 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_output --partial "for driver ${FIXTURE_TAG}"
+  assert_file_exist "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  assert_file_exist "${ROOT}/var/lib/nvidia-p2p/installed-${FIXTURE_KREL}"
+  run cat "${STUB_LOG}"
+  assert_line "depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}"
+  assert_line "update-initramfs -u -k ${FIXTURE_KREL}"
+  assert_line "standin.run --silent --no-kernel-modules"
+  assert_equal "$(find "${ROOT}/var/lib/nvidia-p2p" -name 'txn.*' | wc -l)" 0
+}
+
+@test "the .run runs after the modules are in place and the index rebuilt" {
+  install_fixture
+  assert_success
+  run grep -n -E '^(depmod|update-initramfs|standin.run)' "${STUB_LOG}"
+  assert_line --index 0 --partial "depmod"
+  assert_line --index 1 --partial "update-initramfs"
+  assert_line --index 2 --partial "standin.run"
+}
+
+@test "install as a normal user is refused (10) and changes nothing" {
+  as_user
+  install_fixture
+  assert_failure 10
+  assert_output --partial "install needs root"
+  assert_previous_state
+}
+
+@test "install of a tag that was not built is refused (10)" {
+  rm -rf "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+  install_fixture
+  assert_failure 10
+  assert_output --partial "run: build.sh build ${FIXTURE_TAG}"
+  assert_previous_state
+}
+
+@test "Secure Boot enabled is refused (10)" {
+  stub mokutil 'echo "SecureBoot enabled"'
+  install_fixture
+  assert_failure 10
+  assert_output --partial "Secure Boot is enabled"
+  assert_previous_state
+}
+
+@test "Secure Boot is read from efivars when mokutil is missing" {
+  local efi="${BATS_TEST_TMPDIR}/sys/firmware/efi/efivars"
+  mkdir -p "${efi}"
+  printf '\x06\x00\x00\x00\x01' >"${efi}/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+  NVP2P_SYSFS="${BATS_TEST_TMPDIR}/sys" PATH="$(path_without mokutil)" install_fixture
+  assert_failure 10
+  assert_output --partial "Secure Boot is enabled"
+}
+
+@test "a failing .run installer rolls everything back (9)" {
+  STANDIN_FAIL=1 install_fixture
+  assert_failure 9
+  assert_output --partial "userspace installer"
+  assert_output --partial "rolled back"
+  assert_previous_state
+}
+
+@test "a .run that installs another userspace version rolls back (12): no version mismatch is left" {
+  STANDIN_VERSION=999.10.02 install_fixture
+  assert_failure 12
+  assert_output --partial "Driver/library version mismatch"
+  assert_output --partial "rolled back"
+  assert_output --partial "was not undone"
+  assert_previous_state
+}
+
+@test "a failing depmod rolls back (9)" {
+  FAKE_DEPMOD_FAIL=1 install_fixture
+  assert_failure 9
+  assert_output --partial "depmod failed"
+  assert_previous_state
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "a failing initramfs update rolls back (9) before the userspace step" {
+  FAKE_INITRAMFS_FAIL=1 install_fixture
+  assert_failure 9
+  assert_previous_state
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "SIGTERM during the install rolls back (130)" {
+  STANDIN_SLEEP=3 "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" --root "${ROOT}" \
+    install "${FIXTURE_TAG}" --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
+  local pid=$!
+  local i
+  for i in $(seq 1 100); do
+    grep -q standin.run "${STUB_LOG}" && break
+    sleep 0.1
+  done
+  kill -TERM "${pid}"
+  local rc=0
+  wait "${pid}" || rc=$?
+  assert_equal "${rc}" 130
+  run cat "${BATS_TEST_TMPDIR}/out"
+  assert_output --partial "interrupted"
+  assert_output --partial "rolled back"
+  assert_previous_state
+}
+
+@test "--no-userspace requires the installed userspace to be the same version (12)" {
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --no-userspace
+  assert_failure 12
+  assert_output --partial "userspace driver version is '550.54.14'"
+  assert_previous_state
+}
+
+@test "--no-userspace with the matching userspace installs the modules only" {
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --no-userspace
+  assert_success
+  assert_file_exist "${MODDIR}/nvidia.ko"
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "two userspace versions side by side count as a mismatch (12)" {
+  mkdir -p "${ROOT}/usr/lib64"
+  touch "${ROOT}/usr/lib64/libcuda.so.535.261.03"
+  install_fixture
+  assert_failure 12
+  assert_output --partial "535.261.03 ${FIXTURE_TAG}"
+  assert_previous_state
+}
+
+@test "packaged NVIDIA userspace libraries are refused up front (10)" {
+  stub dpkg-query 'echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"'
+  install_fixture
+  assert_failure 10
+  assert_output --partial "installed by packages (libnvidia-ml1)"
+  assert_previous_state
+}
+
+@test "install --dry-run lists every step and changes nothing" {
+  run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --run "${RUNFILE}"
+  assert_success
+  assert_output --partial "would run: install -m 0644"
+  assert_output --partial "would write ${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  assert_output --partial 'NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_output --partial "would run: depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}"
+  assert_output --partial "would run: sh ${RUNFILE} --silent --no-kernel-modules"
+  assert_previous_state
+}
+
+@test "a second install is a clean replacement" {
+  install_fixture
+  assert_success
+  install_fixture
+  assert_success
+  assert_file_exist "${MODDIR}/nvidia.ko"
+}
+
+@test "uninstall restores the state from before the install" {
+  rm -f "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  install_fixture
+  assert_success
+  run_build --root "${ROOT}" uninstall
+  assert_success
+  assert_output --partial "reboot to load the previous driver"
+  assert_not_exist "${MODDIR}"
+  assert_not_exist "${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  assert_not_exist "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_not_exist "${ROOT}/var/lib/nvidia-p2p/installed-${FIXTURE_KREL}"
+  run grep -c "^depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}$" "${STUB_LOG}"
+  assert_output 2
+}
+
+@test "uninstall with nothing installed is refused (10)" {
+  run_build --root "${ROOT}" uninstall
+  assert_failure 10
+  assert_output --partial "nothing to uninstall"
+}
+
+@test "a failed uninstall rolls back (9) and the install stays whole" {
+  install_fixture
+  assert_success
+  FAKE_DEPMOD_FAIL=1 run_build --root "${ROOT}" uninstall
+  assert_failure 9
+  assert_output --partial "rolled back"
+  assert_file_exist "${MODDIR}/nvidia.ko"
+  assert_file_exist "${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  assert_file_exist "${ROOT}/var/lib/nvidia-p2p/installed-${FIXTURE_KREL}"
+}
+
+@test "uninstall as a normal user is refused (10)" {
+  install_fixture
+  assert_success
+  as_user
+  run_build --root "${ROOT}" uninstall
+  assert_failure 10
+  assert_file_exist "${MODDIR}/nvidia.ko"
+}

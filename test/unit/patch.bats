@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# patch: quilt at fuzz 0, family rules, idempotency, failures leave nothing.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_success
+}
+
+@test "patch applies the family's series and prints the tree" {
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  assert_line "${BATS_TEST_TMPDIR}/out"
+  run grep -c 'pci_resize_resource(0, 1, 2, 0)' "${BATS_TEST_TMPDIR}/out/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
+  run grep -c 'return bar1();' "${BATS_TEST_TMPDIR}/out/src/nvidia/kern_bus.c"
+  assert_output 1
+  assert_file_exist "${BATS_TEST_TMPDIR}/out/.nvidia-p2p-patched"
+}
+
+@test "the default output is <work>/<tag>/patched" {
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  assert_line "${WORK}/${FIXTURE_TAG}/patched"
+}
+
+@test "the cached pristine source is not modified by patching" {
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  run grep -c 'return bar1();' "${CACHE}/src/${FIXTURE_TAG}/src/nvidia/kern_bus.c"
+  assert_output 0
+}
+
+@test "re-running patch with the same series is a no-op" {
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  touch "${BATS_TEST_TMPDIR}/out/marker"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  assert_output --partial "already patched with this series"
+  assert_file_exist "${BATS_TEST_TMPDIR}/out/marker"
+}
+
+@test "a changed series redoes a tree this command patched" {
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  touch "${BATS_TEST_TMPDIR}/out/marker"
+  printf '# refreshed\n' >>"${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  assert_not_exist "${BATS_TEST_TMPDIR}/out/marker"
+}
+
+@test "--out that exists and was not patched by build.sh is refused (2)" {
+  mkdir -p "${BATS_TEST_TMPDIR}/mine"
+  touch "${BATS_TEST_TMPDIR}/mine/precious"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/mine"
+  assert_failure 2
+  assert_file_exist "${BATS_TEST_TMPDIR}/mine/precious"
+}
+
+@test "a patch that does not apply at fuzz 0 exits 7, shows the rejects and writes nothing" {
+  # The context line next to the change no longer matches: no fuzz helps.
+  sed -i 's/^         return mailbox();$/         return mailbox2();/' "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_failure 7
+  assert_output --partial "p2p-0001-route.patch does not apply at fuzz 0"
+  assert_output --partial "rejected hunks in src/nvidia/kern_bus.c"
+  assert_output --partial "+        return bar1();"
+  assert_not_exist "${BATS_TEST_TMPDIR}/out"
+  assert_equal "$(find "${BATS_TEST_TMPDIR}" -maxdepth 1 -name '.tmp.*' | wc -l)" 0
+}
+
+@test "a patch that needs fuzz is refused even though GNU patch would take it" {
+  # Change the outermost context line: GNU patch applies it with fuzz 1.
+  sed -i 's/^ {$/ { \/* moved *\//' "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
+  grep -q 'moved' "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
+  (cd "${CACHE}/src/${FIXTURE_TAG}" && patch -p1 --dry-run -F2 <"${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" >/dev/null)
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 7
+}
+
+@test "a family lacking a p2p patch is malformed (4)" {
+  rm "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "lacks p2p-0001-route.patch"
+}
+
+@test "a family may omit a compat patch it does not need" {
+  rm "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run grep -c 'pci_resize_resource(0, 1, 2)' "${BATS_TEST_TMPDIR}/out/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
+}
+
+@test "a patch file not named in series is malformed (4)" {
+  cp "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" "${NVP2P_DATA_DIR}/patches/999/p2p-0002-stray.patch"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "p2p-0002-stray.patch is not named in"
+}
+
+@test "a badly named entry in series is malformed (4)" {
+  printf 'Fix-Stuff.diff\n' >>"${NVP2P_DATA_DIR}/series"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "bad patch name 'Fix-Stuff.diff'"
+}
+
+@test "a tag whose family directory is missing is malformed (4)" {
+  sed -i 's/^999.10.01 999 /999.10.01 998 /' "${NVP2P_DATA_DIR}/versions.conf"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "no patch directory"
+}
+
+@test "patch --dry-run lists the series and changes nothing" {
+  run_build --dry-run patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  assert_output --partial "compat-0001-resize.patch"
+  assert_output --partial "p2p-0001-route.patch"
+  assert_not_exist "${BATS_TEST_TMPDIR}/out"
+}
+
+# --- the real series --------------------------------------------------------------
+
+@test "every real patch has a DEP-3 header: Description, Author, Forwarded: not-needed, Last-Update" {
+  local p
+  for p in "${REPO_ROOT}"/patches/*/*.patch; do
+    run sed -n '1,/^--- a\//p' "${p}"
+    assert_line --regexp '^Description: .{10,}'
+    assert_line --regexp '^Author: .+'
+    assert_line 'Forwarded: not-needed'
+    assert_line --regexp '^Last-Update: [0-9]{4}-[0-9]{2}-[0-9]{2}$'
+  done
+}
+
+@test "real patches use a/ b/ paths without timestamps or index lines" {
+  local p
+  for p in "${REPO_ROOT}"/patches/*/*.patch; do
+    run grep -E '^(--- |\+\+\+ )' "${p}"
+    refute_line --regexp '^--- [^a]'
+    refute_line --regexp '^\+\+\+ [^b]'
+    refute_line --regexp $'\t'
+    run grep -c -E '^(Index:|====)' "${p}"
+    assert_output 0
+  done
+}
+
+@test "real patches add no commented-out code blocks" {
+  run grep -n -E '^\+.*(/\*.*(if|return|\{)|^\+\s*//\s*(if|return|nv|kbus|status)\b)' "${REPO_ROOT}"/patches/*/*.patch
+  assert_failure
+}
+
+@test "every real family provides every p2p patch and a modprobe.conf" {
+  local fam name
+  for fam in "${REPO_ROOT}"/patches/*/; do
+    assert_file_exist "${fam}/modprobe.conf"
+    while read -r name; do
+      [[ ${name} == p2p-* ]] || continue
+      assert_file_exist "${fam}/${name}"
+    done < <(grep -v -E '^\s*(#|$)' "${REPO_ROOT}/series")
+  done
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# `build.sh <tag>`: the whole pipeline, its dry-run plan, root and sudo.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  export STANDIN_ROOT="${ROOT}"
+  RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+}
+
+@test "the pipeline as root: fetch, verify, patch, build, install, userspace, next steps" {
+  as_root
+  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/release.tar.xz" --run "${RUNFILE}" --no-ccache
+  assert_success
+  local s
+  for s in preflight fetch verify patch build check install depmod initramfs userspace finished; do
+    assert_output --regexp "\[[0-9]{2}:[0-9]{2}\] ${s} "
+  done
+  assert_output --partial "./build.sh verify"
+  assert_output --partial "Reboot"
+  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p/nvidia.ko"
+  assert_file_exist "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+}
+
+@test "the pipeline's stages run in order" {
+  as_root
+  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  assert_success
+  run grep -o -E '^\[[0-9:]+\] [a-z]+' <<<"${output}"
+  local order
+  order=$(sed -E 's/^\[[0-9:]+\] //' <<<"${output}" | uniq | tr '\n' ' ')
+  assert_equal "${order}" "preflight fetch verify patch build check preflight install depmod initramfs userspace verify finished "
+}
+
+@test "--dry-run prints the full plan and changes nothing" {
+  as_user
+  stub sudo
+  run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --no-ccache
+  assert_success
+  assert_output --partial "Plan for driver ${FIXTURE_TAG} (family 999), changing nothing"
+  assert_output --partial "would fetch ${FIXTURE_TAG}"
+  assert_output --partial "would download https://example.invalid/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  assert_output --partial "compat-0001-resize.patch"
+  assert_output --partial "would run: make -C ${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL} modules"
+  assert_output --partial "would run the install step as root, through sudo"
+  assert_output --partial "would run: install -m 0644"
+  assert_output --partial "would run: depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}"
+  assert_output --partial "--silent --no-kernel-modules"
+  assert_output --partial "Next steps"
+  assert_not_exist "${CACHE}"
+  assert_not_exist "${WORK}"
+  assert_equal "$(find "${ROOT}" -newer "${STUB_LOG}" | wc -l)" 0
+}
+
+@test "--dry-run reports a problem (missing headers) and still prints the whole plan, then exits 10" {
+  as_user
+  run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --kernel 6.1.0-77-amd64
+  assert_failure 10
+  assert_output --partial "PROBLEM: no kernel headers for 6.1.0-77-amd64"
+  assert_output --partial "Next steps"
+  assert_not_exist "${CACHE}"
+}
+
+@test "as a normal user the install step goes through sudo, with the cache lock handed over" {
+  as_user
+  stub sudo 'shift; exec "$@"'
+  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  # The sudo stub runs the child as the same (non-root) user, so the child's
+  # root check refuses: what matters here is the hand-over.
+  assert_failure 10
+  run grep '^sudo ' "${STUB_LOG}"
+  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --run ${RUNFILE}"
+}
+
+@test "a normal user without sudo is refused before any work (10)" {
+  as_user
+  PATH="$(path_without sudo)" run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_failure 10
+  assert_output --partial "the install step needs root"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
+}
+
+@test "a pipeline with a failing build installs nothing (8)" {
+  as_root
+  FAKE_MAKE_FAIL=1 run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  assert_failure 8
+  assert_not_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates"
+  assert_not_exist "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "the pipeline's real .run pin is enforced before any build work (6)" {
+  as_root
+  cp "${RUNFILE}" "${BATS_TEST_TMPDIR}/wrong.run"
+  echo "# tampered" >>"${BATS_TEST_TMPDIR}/wrong.run"
+  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${BATS_TEST_TMPDIR}/wrong.run" --no-ccache
+  assert_failure 6
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "the real headline tag plans end to end with --dry-run" {
+  unset NVP2P_DATA_DIR
+  as_user
+  run_build --dry-run 565.57.01 --kernel 6.1.0-56-amd64
+  assert_output --partial "Plan for driver 565.57.01 (family 565-570)"
+  assert_output --partial "https://github.com/NVIDIA/open-gpu-kernel-modules/archive/d5a0858f901d15bda4c3d6db19a271507722a860.tar.gz"
+  assert_output --partial "require sha256 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a"
+  assert_output --partial "p2p-0005-uvm-bar1-peer-dma-base.patch"
+  assert_output --partial 'NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
+  assert_output --partial "Next steps"
+  assert_not_exist "${CACHE}"
+}
