@@ -112,7 +112,7 @@ kernel_label() {
   local spec=$1
   case ${spec} in
   kernel:*) printf '%s\n' "${spec#kernel:}" ;;
-  kernel-src:*) head -n 1 "${spec#kernel-src:}/include/config/kernel.release" 2>/dev/null || basename "${spec#kernel-src:}" ;;
+  kernel-src:*) kernel_release_of "${spec#kernel-src:}" || basename "${spec#kernel-src:}" ;;
   esac
 }
 
@@ -219,7 +219,7 @@ run_bisect() {
     set_result "${tag}" bisect SKIP "no build for ${first}"
     return 0
   fi
-  read -r _ krel syssrc sysout <"${bdir}/${BUILD_STAMP}"
+  read -r _ krel syssrc sysout <"${bdir}/${BUILD_STAMP}" || true # no trailing newline
   rm -rf "${bdir}.bisect"
   cp -a "${bdir}" "${bdir}.bisect"
   series="${P2P_WORK_DIR}/${tag}/series"

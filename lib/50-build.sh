@@ -87,9 +87,18 @@ headers_package_hint() {
   esac
 }
 
+# kernel_release_of DIR: the release modules built against DIR carry in their
+# vermagic: UTS_RELEASE (Debian's include/config/kernel.release holds the
+# upstream version instead, e.g. 6.1.192 for 6.1.0-56-amd64).
 kernel_release_of() {
-  local f="$1/include/config/kernel.release"
-  [[ -r ${f} ]] && head -n 1 "${f}"
+  local uts="$1/include/generated/utsrelease.h" rel="$1/include/config/kernel.release" r=""
+  if [[ -r ${uts} ]]; then
+    r=$(sed -n -E 's/^#define UTS_RELEASE "([^"]+)".*/\1/p' "${uts}")
+  fi
+  if [[ -z ${r} && -r ${rel} ]]; then
+    r=$(head -n 1 "${rel}")
+  fi
+  [[ -n ${r} ]] && printf '%s\n' "${r}"
 }
 
 # resolve_kernel_src DIR: a kernel output directory. Debian's -amd64 header
@@ -101,7 +110,7 @@ resolve_kernel_src() {
   dir=$(readlink -f "$1") || die "${EX_PREFLIGHT}" "--kernel-src $1: no such directory"
   [[ -f ${dir}/Makefile ]] || die "${EX_PREFLIGHT}" "--kernel-src ${dir}: no Makefile; not a kernel build directory"
   P2P_KREL=$(kernel_release_of "${dir}") ||
-    die "${EX_PREFLIGHT}" "--kernel-src ${dir}: no include/config/kernel.release; not a prepared kernel build directory"
+    die "${EX_PREFLIGHT}" "--kernel-src ${dir}: no include/generated/utsrelease.h or include/config/kernel.release; not a prepared kernel build directory"
   P2P_SYSOUT=${dir}
   P2P_SYSSRC=${dir}
   if [[ -e ${dir}/source/Makefile ]]; then

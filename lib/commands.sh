@@ -157,7 +157,7 @@ cmd_verify() {
     shift
   done
   stage verify "building verify/p2p-verify"
-  run make -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify (is the CUDA toolkit installed? nvcc on PATH or CUDA_HOME set)"
+  run make -s -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify (is the CUDA toolkit installed? nvcc on PATH or CUDA_HOME set)"
   [[ ${build_only} -eq 1 ]] && return 0
   [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would run: %s\n' "$(quote_cmd "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}")"; return 0; }
   stage verify "running p2p-verify"

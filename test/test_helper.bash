@@ -31,13 +31,17 @@ common_setup() {
   export CACHE WORK ROOT
 }
 
-# stub NAME [BODY]: an executable NAME first on PATH. Without BODY it records
-# its arguments in $STUB_LOG and succeeds.
+# stub NAME [-]: an executable NAME first on PATH that records its arguments
+# in $STUB_LOG; with "-", the rest of its body (bash) is read from stdin
+# (a quoted heredoc), else it succeeds.
 stub() {
-  local name=$1 body=${2:-}
+  local name=$1 body=""
+  [[ ${2:-} == - ]] && body=$(cat)
   {
-    printf '#!/usr/bin/env bash\n'
-    printf 'printf "%%s %%s\\n" %q "$*" >>"${STUB_LOG}"\n' "${name}"
+    cat <<STUBHEAD
+#!/usr/bin/env bash
+printf '%s %s\n' $(printf '%q' "${name}") "\$*" >>"\${STUB_LOG}"
+STUBHEAD
     printf '%s\n' "${body}"
   } >"${STUBS}/${name}"
   chmod +x "${STUBS}/${name}"
@@ -64,12 +68,16 @@ run_build() {
 
 # as_user: make `id -u` report a normal user for the rest of the test.
 as_user() {
-  stub id 'case "$1" in -u) echo 1000 ;; -un) echo tester ;; *) echo "uid=1000(tester)" ;; esac'
+  stub id - <<'STUB'
+case "$1" in -u) echo 1000 ;; -un) echo tester ;; *) echo "uid=1000(tester)" ;; esac
+STUB
 }
 
 # as_root: make `id -u` report root (the test machine's real uid is irrelevant).
 as_root() {
-  stub id 'case "$1" in -u) echo 0 ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac'
+  stub id - <<'STUB'
+case "$1" in -u) echo 0 ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac
+STUB
 }
 
 # --- fixture upstream ---------------------------------------------------------
@@ -174,24 +182,41 @@ fixture_kernel() {
 # fixture_build_stubs: make that "builds" five text .ko files, modinfo that
 # reads them, and the install-side tools (depmod, update-initramfs, strip).
 fixture_build_stubs() {
-  stub make '
-dir=""; krel=""; version="${FAKE_KO_VERSION:-'"${FIXTURE_TAG}"'}"
+  export FIXTURE_TAG FIXTURE_KREL
+  stub make - <<'STUB'
+dir="" krel="" version="${FAKE_KO_VERSION:-${FIXTURE_TAG}}"
 while [[ $# -gt 0 ]]; do
-  case $1 in -C) dir=$2; shift ;; SYSOUT=*) krel=$(cat "${1#SYSOUT=}/include/config/kernel.release") ;; esac
+  case $1 in
+  -C) dir=$2; shift ;;
+  SYSOUT=*)
+    krel=$(sed -n 's/^#define UTS_RELEASE "\(.*\)"/\1/p' "${1#SYSOUT=}/include/generated/utsrelease.h" 2>/dev/null)
+    [[ -n ${krel} ]] || krel=$(cat "${1#SYSOUT=}/include/config/kernel.release")
+    ;;
+  esac
   shift
 done
 [[ -n ${FAKE_MAKE_FAIL:-} ]] && { echo "nv.c:1: error: fake failure" >&2; exit 2; }
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
-done'
-  stub modinfo '
-field=""; file=""
+done
+STUB
+  stub modinfo - <<'STUB'
+field="" file=""
 while [[ $# -gt 0 ]]; do case $1 in -F) field=$2; shift ;; *) file=$1 ;; esac; shift; done
 [[ -f ${file} ]] || exit 1
-sed -n "s/^${field}=//p" "${file}"'
-  stub depmod '[[ -n ${FAKE_DEPMOD_FAIL:-} ]] && exit 1; exit 0'
-  stub update-initramfs '[[ -n ${FAKE_INITRAMFS_FAIL:-} ]] && exit 1; exit 0'
+sed -n "s/^${field}=//p" "${file}"
+STUB
+  stub depmod - <<'STUB'
+[[ -n ${FAKE_DEPMOD_FAIL:-} ]] && exit 1
+exit 0
+STUB
+  stub update-initramfs - <<'STUB'
+[[ -n ${FAKE_INITRAMFS_FAIL:-} ]] && exit 1
+exit 0
+STUB
   stub strip
-  stub dpkg-query 'exit 1'
-  stub uname 'case "$1" in -r) echo '"${FIXTURE_KREL}"' ;; *) echo Linux ;; esac'
+  stub dpkg-query - <<<'exit 1'
+  stub uname - <<'STUB'
+case "$1" in -r) echo "${FIXTURE_KREL}" ;; *) echo Linux ;; esac
+STUB
 }

@@ -9,7 +9,7 @@ load ../test_helper
 setup_file() {
   export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
   export REAL_CACHE="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}"
-  export REAL_WORK="${BATS_FILE_TMPDIR}/work"
+  export REAL_WORK="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}"
   export REAL_SUMMARY="${REAL_WORK}/summary.txt"
   export REAL_LOG="${BATS_FILE_TMPDIR}/matrix.log"
   local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}" --bisect)

@@ -83,6 +83,15 @@ setup() {
   assert_output --partial "not a prepared kernel build directory"
 }
 
+@test "the kernel release comes from UTS_RELEASE, which Debian's kernel.release does not hold" {
+  mkdir -p "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/include/generated"
+  printf '6.1.999\n' >"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/include/config/kernel.release"
+  printf '#define UTS_RELEASE "%s"\n' "${FIXTURE_KREL}" >"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/include/generated/utsrelease.h"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_line "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+}
+
 @test "a failed build exits 8, shows the errors, and leaves no modules" {
   FAKE_MAKE_FAIL=1 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_failure 8
@@ -106,9 +115,10 @@ setup() {
 }
 
 @test "a missing module fails the checks (8)" {
-  stub make '
+  stub make - <<'STUB'
 dir=""; while [[ $# -gt 0 ]]; do [[ $1 == -C ]] && dir=$2; shift; done
-printf "version=%s\nvermagic=%s x\n" '"${FIXTURE_TAG} ${FIXTURE_KREL}"' >"${dir}/kernel-open/nvidia.ko"'
+printf "version=%s\nvermagic=%s x\n" "${FIXTURE_TAG}" "${FIXTURE_KREL}" >"${dir}/kernel-open/nvidia.ko"
+STUB
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_failure 8
   assert_output --partial "nvidia-uvm.ko was not built"

@@ -107,7 +107,7 @@ setup() {
 
 @test "tag strings with /, .., spaces or shell metacharacters are refused with 3 and create nothing" {
   local bad
-  for bad in "../565.57.01" "565.57.01/x" "565 57 01" '565.57.01;id' '$(id)' '565.57.*' "" "565.57.01.02"; do
+  for bad in "../565.57.01" "565.57.01/x" "565 57 01" "565.57.01;id" "\$(id)" "565.57.*" "" "565.57.01.02"; do
     run_build fetch "${bad}"
     if [[ -z ${bad} ]]; then
       assert_failure 2
@@ -120,7 +120,7 @@ setup() {
 }
 
 @test "the pipeline refuses a bad tag before doing anything" {
-  run_build '565.57.01$(touch x)' --dry-run
+  run_build "565.57.01\$(touch x)" --dry-run
   assert_failure 3
   assert_not_exist x
 }

@@ -122,16 +122,18 @@ assert_cached() {
 
 # curl stub: serves fixture files for the URLs build.sh asks for.
 stub_curl() {
-  stub curl '
-out=""; url=""
+  export FIX FIXTURE_TAG
+  stub curl - <<'STUB'
+out="" url=""
 while [[ $# -gt 0 ]]; do case $1 in --output) out=$2; shift ;; --) url=$2; shift ;; esac; shift; done
 [[ -n ${FAKE_CURL_FAIL:-} ]] && { echo "curl: (6) Could not resolve host" >&2; exit 6; }
 case ${url} in
-  https://github.com/NVIDIA/open-gpu-kernel-modules/archive/*.tar.gz) src="'"${FIX}"'/github.tar.gz" ;;
-  https://example.invalid/NVIDIA-Linux-x86_64-*.run) src="'"${FIX}"'/NVIDIA-Linux-x86_64-'"${FIXTURE_TAG}"'.run" ;;
+  https://github.com/NVIDIA/open-gpu-kernel-modules/archive/*.tar.gz) src="${FIX}/github.tar.gz" ;;
+  https://example.invalid/NVIDIA-Linux-x86_64-*.run) src="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run" ;;
   *) echo "curl: (22) 404 ${url}" >&2; exit 22 ;;
 esac
-if [[ -n ${FAKE_CURL_TRUNCATE:-} ]]; then head -c 200 "${src}" >"${out}"; else cp "${src}" "${out}"; fi'
+if [[ -n ${FAKE_CURL_TRUNCATE:-} ]]; then head -c 200 "${src}" >"${out}"; else cp "${src}" "${out}"; fi
+STUB
 }
 
 @test "online fetch downloads the pinned commit's archive and the .run, over https only" {

@@ -23,7 +23,7 @@ setup() {
 }
 
 install_fixture() {
-  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}" "$@"
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}"
 }
 
 assert_previous_state() {
@@ -87,7 +87,7 @@ assert_previous_state() {
 }
 
 @test "Secure Boot enabled is refused (10)" {
-  stub mokutil 'echo "SecureBoot enabled"'
+  stub mokutil - <<<'echo "SecureBoot enabled"'
   install_fixture
   assert_failure 10
   assert_output --partial "Secure Boot is enabled"
@@ -141,8 +141,7 @@ assert_previous_state() {
   STANDIN_SLEEP=3 "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" --root "${ROOT}" \
     install "${FIXTURE_TAG}" --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
   local pid=$!
-  local i
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     grep -q standin.run "${STUB_LOG}" && break
     sleep 0.1
   done
@@ -185,7 +184,7 @@ assert_previous_state() {
 }
 
 @test "packaged NVIDIA userspace libraries are refused up front (10)" {
-  stub dpkg-query 'echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"'
+  stub dpkg-query - <<<'echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"'
   install_fixture
   assert_failure 10
   assert_output --partial "installed by packages (libnvidia-ml1)"

@@ -65,7 +65,7 @@ setup() {
 
 @test "as a normal user the install step goes through sudo, with the cache lock handed over" {
   as_user
-  stub sudo 'shift; exec "$@"'
+  stub sudo - <<<'shift; exec "$@"'
   run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
   # The sudo stub runs the child as the same (non-root) user, so the child's
   # root check refuses: what matters here is the hand-over.
