@@ -1,0 +1,167 @@
+/* results.h - everything one run measured; filled by the CUDA side, read by
+ * the pure report/verdict code (so those can be unit tested without a GPU). */
+#ifndef P2PV_RESULTS_H
+#define P2PV_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PV_VERSION "1.0.0"
+#define PV_MAX_GPUS 16
+#define PV_MAX_PAIRS (PV_MAX_GPUS * (PV_MAX_GPUS - 1))
+#define PV_MAX_SIZES 16
+#define PV_NCCL_MAX_CONN 1024
+
+/* Exit codes (the verdict). */
+enum {
+    PV_EXIT_OK = 0,
+    PV_EXIT_USAGE = 2,
+    PV_EXIT_NO_P2P = 20,
+    PV_EXIT_CORRUPTION = 21,
+    PV_EXIT_CUDA = 22,
+    PV_EXIT_NCCL = 23,
+    PV_EXIT_FEW_GPUS = 24
+};
+
+enum { PV_M_CE = 0, PV_M_SM_STORE = 1, PV_M_SM_LOAD = 2, PV_M_COUNT = 3 };
+enum { PV_INT_OK = 0, PV_INT_CORRUPT = 1, PV_INT_SKIPPED = 2, PV_INT_ERROR = 3 };
+enum { PV_ST_NONE = 0, PV_ST_ZERO_CHUNK, PV_ST_DROP_CHUNK, PV_ST_FLIP_BIT };
+enum { PV_LINK_UNKNOWN = 0, PV_LINK_PCIE = 1, PV_LINK_NVLINK = 2 };
+enum { PV_NCCL_NOT_RUN = 0, PV_NCCL_SKIP = 1, PV_NCCL_RAN = 2 };
+
+#define PV_NUM_CASES 3
+
+typedef struct {
+    int src, dst, method, size_idx, case_idx, iter;
+    unsigned long long size, src_off, dst_off, len, seed;
+    int status;                /* PV_INT_* */
+    long long first_bad;       /* relative to the destination region; <0: guard before */
+    unsigned expected, found;  /* bytes at first_bad */
+    unsigned long long nbad;   /* bad bytes (region + guards) */
+    int host_confirmed;        /* the host re-read the failing bytes and agrees */
+    int injected;              /* self-test: corruption was injected here */
+    long long inject_off;
+    unsigned long long inject_len;
+    char note[160];
+} pv_int_result;
+
+typedef struct {
+    char name[128];
+    char bus_id[32];           /* "0000:18:00.0" */
+    int cc_major, cc_minor;
+    unsigned long long mem_bytes;
+    long long bar1_bytes;      /* -1 unknown */
+    char bar1_src[16];         /* "sysfs" / "nvml" */
+    int gen_cur, width_cur;    /* 0 unknown */
+    int gen_max, width_max;    /* max the link can train to (device and its port) */
+    char link_src[16];
+    int nvlink_active;         /* active NVLink links, -1 unknown */
+    int nvlink_version;        /* 0 unknown */
+    int smi_index;             /* nvidia-smi index, -1 unknown */
+} pv_gpu;
+
+typedef struct {
+    int type;                  /* PV_LINK_* */
+    double gbps;               /* per direction, GB/s (1e9); 0 = unknown */
+    int gen, width;            /* PCIe */
+    int nlinks;                /* NVLink */
+    double per_link;           /* NVLink GB/s per link per direction */
+    char desc[240];
+} pv_link;
+
+typedef struct {
+    int channel;
+    int src_rank, dst_rank;
+    char transport[64];        /* "P2P/direct pointer", "SHM/direct/direct", ... */
+} pv_nccl_conn;
+
+typedef struct {
+    int ran;
+    int ok;                    /* child finished and reported every size */
+    char error[512];
+    int nsizes;
+    unsigned long long bytes[PV_MAX_SIZES];
+    double time_us[PV_MAX_SIZES], algbw[PV_MAX_SIZES], busbw[PV_MAX_SIZES];
+    unsigned long long nbad[PV_MAX_SIZES];
+    long long first_bad[PV_MAX_SIZES];
+    double expected[PV_MAX_SIZES], found[PV_MAX_SIZES];
+    int nconn;
+    int conn_truncated;
+    pv_nccl_conn conn[PV_NCCL_MAX_CONN];
+    double wall_s;
+} pv_nccl_run;
+
+typedef struct {
+    int state;                 /* PV_NCCL_* */
+    char reason[512];          /* why skipped */
+    int version;               /* ncclGetVersion code, 0 unknown */
+    char lib[512];
+    int ngpus;
+    int devs[PV_MAX_GPUS];     /* rank r -> CUDA device */
+    int warmup, iters;
+    pv_nccl_run run[2];        /* 0: P2P allowed, 1: NCCL_P2P_DISABLE=1 */
+} pv_nccl;
+
+typedef struct {
+    /* identity */
+    char date[40];
+    char hostname[64];
+    char driver_version[32];
+    int cuda_driver_api, cuda_runtime;
+    char argv_line[512];
+
+    /* topology */
+    int ngpus;
+    pv_gpu gpu[PV_MAX_GPUS];
+    int access_known;
+    int can_access[PV_MAX_GPUS][PV_MAX_GPUS];
+    int native_atomics[PV_MAX_GPUS][PV_MAX_GPUS];
+    int perf_rank[PV_MAX_GPUS][PV_MAX_GPUS];
+    int smi_ok;                /* nvidia-smi topo -p2p matrices parsed */
+    char smi_note[256];
+    char smi_p2p_r[PV_MAX_GPUS][PV_MAX_GPUS][8];
+    char smi_p2p_w[PV_MAX_GPUS][PV_MAX_GPUS][8];
+    char smi_topo[PV_MAX_GPUS][PV_MAX_GPUS][12];
+    int smi_topo_ok;
+    pv_link link[PV_MAX_GPUS][PV_MAX_GPUS];   /* path used with P2P on */
+    pv_link pcie[PV_MAX_GPUS][PV_MAX_GPUS];   /* PCIe path (P2P off: staged via host) */
+
+    /* what was asked */
+    int npairs;
+    int pair_src[PV_MAX_PAIRS], pair_dst[PV_MAX_PAIRS];
+    int nsizes;
+    unsigned long long sizes[PV_MAX_SIZES];
+    int iters;
+    unsigned long long seed;
+    int self_test;
+    int quick;
+
+    /* integrity */
+    int integrity_ran;
+    int nint;
+    pv_int_result *ints;       /* nint entries */
+
+    /* performance */
+    int perf_ran;
+    unsigned long long perf_bytes;
+    int perf_repeat, perf_reps, lat_repeat;
+    double uni_on[PV_MAX_GPUS][PV_MAX_GPUS], uni_off[PV_MAX_GPUS][PV_MAX_GPUS];
+    double bi_on[PV_MAX_GPUS][PV_MAX_GPUS], bi_off[PV_MAX_GPUS][PV_MAX_GPUS];
+    double lat_on[PV_MAX_GPUS][PV_MAX_GPUS], lat_off[PV_MAX_GPUS][PV_MAX_GPUS];
+
+    /* NCCL */
+    pv_nccl nccl;
+
+    /* errors */
+    int cuda_error;
+    char cuda_error_msg[512];
+
+    double elapsed_s;
+} pv_results;
+
+const char *pv_method_name(int method);
+const char *pv_self_test_name(int mode);
+/* Fill a fresh results struct with "unknown"/NaN defaults. */
+void pv_results_init(pv_results *r);
+
+#endif

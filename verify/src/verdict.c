@@ -1,0 +1,217 @@
+/* verdict.c - verdict computation (pure C). */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ncclparse.h"
+
+const char *pv_exit_label(int code)
+{
+    switch (code) {
+    case PV_EXIT_OK: return "PASS";
+    case PV_EXIT_USAGE: return "USAGE";
+    case PV_EXIT_NO_P2P: return "NO-P2P";
+    case PV_EXIT_CORRUPTION: return "CORRUPTION";
+    case PV_EXIT_CUDA: return "CUDA-ERROR";
+    case PV_EXIT_NCCL: return "NCCL-ERROR";
+    case PV_EXIT_FEW_GPUS: return "FEWER-THAN-2-GPUS";
+    default: return "?";
+    }
+}
+
+static void add_reason(pv_verdict *v, const char *fmt, ...)
+{
+    if (v->nreasons >= PV_MAX_REASONS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->reasons[v->nreasons], sizeof v->reasons[0], fmt, ap);
+    va_end(ap);
+    v->nreasons++;
+}
+
+const char *pv_method_name(int m)
+{
+    switch (m) {
+    case PV_M_CE: return "cudaMemcpyPeerAsync";
+    case PV_M_SM_STORE: return "sm-store";
+    case PV_M_SM_LOAD: return "sm-load";
+    default: return "?";
+    }
+}
+
+const char *pv_self_test_name(int m)
+{
+    switch (m) {
+    case PV_ST_ZERO_CHUNK: return "zero-chunk";
+    case PV_ST_DROP_CHUNK: return "drop-chunk";
+    case PV_ST_FLIP_BIT: return "flip-bit";
+    default: return "none";
+    }
+}
+
+void pv_results_init(pv_results *r)
+{
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < PV_MAX_GPUS; i++) {
+        r->gpu[i].bar1_bytes = -1;
+        r->gpu[i].nvlink_active = -1;
+        r->gpu[i].smi_index = -1;
+        for (int j = 0; j < PV_MAX_GPUS; j++) {
+            r->uni_on[i][j] = r->uni_off[i][j] = NAN;
+            r->bi_on[i][j] = r->bi_off[i][j] = NAN;
+            r->lat_on[i][j] = r->lat_off[i][j] = NAN;
+            r->can_access[i][j] = -1;
+            r->native_atomics[i][j] = -1;
+            r->perf_rank[i][j] = -1;
+        }
+    }
+}
+
+int pv_nccl_non_p2p(const pv_results *r, const pv_nccl_run *run, char *first, size_t firstlen)
+{
+    int bad = 0;
+    if (first && firstlen)
+        first[0] = '\0';
+    for (int k = 0; k < run->nconn; k++) {
+        const pv_nccl_conn *c = &run->conn[k];
+        if (c->src_rank < 0 || c->dst_rank < 0 || c->src_rank >= r->nccl.ngpus || c->dst_rank >= r->nccl.ngpus)
+            continue;
+        int a = r->nccl.devs[c->src_rank], b = r->nccl.devs[c->dst_rank];
+        if (a == b || a < 0 || b < 0 || a >= PV_MAX_GPUS || b >= PV_MAX_GPUS)
+            continue;
+        if (r->can_access[a][b] != 1)
+            continue;
+        char cls[32];
+        pv_nccl_transport_class(c->transport, cls, sizeof cls);
+        if (strcmp(cls, "P2P") != 0) {
+            if (bad == 0 && first && firstlen)
+                snprintf(first, firstlen, "channel %02d GPU%d->GPU%d via %s", c->channel, a, b, c->transport);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+int pv_compute_verdict(const pv_results *r, pv_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
+    int few = 0, corrupt = 0, cuda = 0, nccl = 0, nop2p = 0, broken_selftest = 0;
+
+    if (r->ngpus < 2 && !r->cuda_error) {
+        few = 1;
+        add_reason(v, "%d CUDA GPU%s visible: P2P needs at least two", r->ngpus, r->ngpus == 1 ? "" : "s");
+    }
+
+    /* P2P access */
+    for (int k = 0; k < r->npairs; k++) {
+        int i = r->pair_src[k], j = r->pair_dst[k];
+        if (r->can_access[i][j] != 1) {
+            v->pairs_without_p2p++;
+            if (v->pairs_without_p2p <= 4)
+                add_reason(v, "no P2P: cudaDeviceCanAccessPeer(GPU%d -> GPU%d) = %d", i, j, r->can_access[i][j]);
+        }
+    }
+    if (v->pairs_without_p2p > 0)
+        nop2p = 1;
+    if (v->pairs_without_p2p > 4)
+        add_reason(v, "no P2P on %d pairs in all", v->pairs_without_p2p);
+
+    /* integrity */
+    int errors = 0;
+    for (int k = 0; k < r->nint; k++) {
+        const pv_int_result *t = &r->ints[k];
+        if (t->injected) {
+            v->injected++;
+            if (t->status == PV_INT_CORRUPT)
+                v->caught++;
+        }
+        if (t->status == PV_INT_CORRUPT) {
+            v->corrupt_tests++;
+            if (!t->injected && v->corrupt_tests <= 4)
+                add_reason(v, "CORRUPTION GPU%d->GPU%d %s size=%llu first bad offset 0x%llx", t->src, t->dst,
+                           pv_method_name(t->method), t->size, (unsigned long long)t->first_bad);
+        } else if (t->status == PV_INT_ERROR) {
+            errors++;
+        }
+    }
+    if (v->corrupt_tests > v->caught || (v->corrupt_tests > 0 && r->self_test == PV_ST_NONE))
+        corrupt = 1;
+    if (r->self_test != PV_ST_NONE) {
+        if (v->injected == 0) {
+            broken_selftest = 1;
+            add_reason(v, "self-test %s: no corruption was injected (no test of the largest size ran)",
+                       pv_self_test_name(r->self_test));
+        } else if (v->caught < v->injected) {
+            broken_selftest = 1;
+            add_reason(v, "self-test %s: only %d of %d injected corruptions were detected: the checker is broken",
+                       pv_self_test_name(r->self_test), v->caught, v->injected);
+        } else {
+            corrupt = 1;
+            add_reason(v, "self-test %s: all %d injected corruptions were detected (as intended)",
+                       pv_self_test_name(r->self_test), v->injected);
+        }
+    }
+    if (errors) {
+        cuda = 1;
+        add_reason(v, "%d integrity test%s hit a CUDA error", errors, errors == 1 ? "" : "s");
+    }
+    if (r->cuda_error) {
+        cuda = 1;
+        add_reason(v, "CUDA error: %s", r->cuda_error_msg);
+    }
+
+    /* NCCL */
+    if (r->nccl.state == PV_NCCL_RAN) {
+        for (int p = 0; p < 2; p++) {
+            const pv_nccl_run *run = &r->nccl.run[p];
+            const char *what = p == 0 ? "P2P allowed" : "NCCL_P2P_DISABLE=1";
+            if (!run->ran)
+                continue;
+            if (!run->ok) {
+                nccl = 1;
+                add_reason(v, "NCCL (%s): %s", what, run->error[0] ? run->error : "failed");
+            }
+            for (int s = 0; s < run->nsizes; s++)
+                if (run->nbad[s]) {
+                    nccl = 1;
+                    add_reason(v, "NCCL (%s): all-reduce of %llu bytes wrong: %llu bad elements, first #%lld "
+                                  "expected %g found %g",
+                               what, run->bytes[s], run->nbad[s], run->first_bad[s], run->expected[s],
+                               run->found[s]);
+                }
+        }
+        const pv_nccl_run *on = &r->nccl.run[0];
+        if (on->ran && on->ok) {
+            char first[200];
+            v->nccl_no_p2p_conns = pv_nccl_non_p2p(r, on, first, sizeof first);
+            if (v->nccl_no_p2p_conns > 0) {
+                nop2p = 1;
+                add_reason(v, "NCCL did not use P2P where P2P is available: %d connection%s, e.g. %s",
+                           v->nccl_no_p2p_conns, v->nccl_no_p2p_conns == 1 ? "" : "s", first);
+            }
+        }
+    }
+
+    if (few)
+        v->code = PV_EXIT_FEW_GPUS;
+    else if (broken_selftest)
+        v->code = PV_EXIT_CUDA;
+    else if (corrupt)
+        v->code = PV_EXIT_CORRUPTION;
+    else if (cuda)
+        v->code = PV_EXIT_CUDA;
+    else if (nccl)
+        v->code = PV_EXIT_NCCL;
+    else if (nop2p)
+        v->code = PV_EXIT_NO_P2P;
+    else
+        v->code = PV_EXIT_OK;
+    v->label = pv_exit_label(v->code);
+    if (v->code == PV_EXIT_OK && v->nreasons == 0)
+        add_reason(v, "every pair has P2P and every checked byte arrived intact");
+    return v->code;
+}
