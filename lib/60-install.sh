@@ -25,7 +25,8 @@ signed).
 
 The install is a transaction: what it replaces is backed up first and
 restored on any failure or Ctrl-C. At the end the userspace version must
-equal the module version, or everything is rolled back.
+equal the module version, or everything is rolled back. Asks for confirmation
+unless --yes is given (without a terminal, --yes is required).
 
   --run FILE        a local NVIDIA-Linux-x86_64-<tag>.run (else the cache, or a download)
   --run-sha256 HEX  checksum to require where versions.conf says 'unknown'
@@ -93,6 +94,7 @@ install_all() {
   local moddir
   moddir=$(p2p_moddir "${P2P_KREL}")
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  confirm "Install driver ${tag} with PCIe P2P for kernel ${P2P_KREL}$([[ ${P2P_NO_USERSPACE} -eq 1 ]] || printf ', and its userspace from %s' "$(basename "${P2P_RUN_PATH}")")?"
   txn_begin "install ${tag}"
   stage install "modules into ${moddir}"
   txn_save "${moddir}"
@@ -209,6 +211,7 @@ cmd_uninstall() {
   fi
   [[ ${#kernels[@]} -gt 0 ]] || die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  confirm "Remove ${P2P_NAME} for kernel(s) ${kernels[*]}?"
   txn_begin "uninstall"
   for kver in "${kernels[@]}"; do
     stage uninstall "${P2P_NAME} modules for ${kver}"

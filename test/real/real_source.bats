@@ -116,7 +116,7 @@ check_tag() {
   printf '#!/bin/sh\necho 0\n' >"${STUBS}/id"
   chmod +x "${STUBS}"/*
   PATH="${STUBS}:${PATH}" run "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" \
-    --root "${root}" install "${tag}" --kernel "${K61}" --no-userspace
+    --root "${root}" --yes install "${tag}" --kernel "${K61}" --no-userspace
   assert_success
   run modprobe -d "${root}" -S "${K61}" --show-depends nvidia
   assert_success
@@ -125,7 +125,7 @@ check_tag() {
   run modinfo -F version "${root}/lib/modules/${K61}/updates/nvidia-p2p/nvidia-uvm.ko"
   assert_output "${tag}"
   PATH="${STUBS}:${PATH}" run "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" \
-    --root "${root}" uninstall
+    --root "${root}" --yes uninstall
   assert_success
   run modprobe -d "${root}" -S "${K61}" --show-depends nvidia
   assert_output --partial "updates/dkms/nvidia.ko"

@@ -23,7 +23,7 @@ setup() {
 }
 
 install_fixture() {
-  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --run "${RUNFILE}"
 }
 
 assert_previous_state() {
@@ -139,7 +139,7 @@ assert_previous_state() {
 
 @test "SIGTERM during the install rolls back (130)" {
   STANDIN_SLEEP=3 "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" --root "${ROOT}" \
-    install "${FIXTURE_TAG}" --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
+    --yes install "${FIXTURE_TAG}" --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
   local pid=$!
   for _ in $(seq 1 100); do
     grep -q standin.run "${STUB_LOG}" && break
@@ -158,7 +158,7 @@ assert_previous_state() {
 @test "--no-userspace requires the installed userspace to be the same version (12)" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
-  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --no-userspace
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
   assert_failure 12
   assert_output --partial "userspace driver version is '550.54.14'"
   assert_previous_state
@@ -167,7 +167,7 @@ assert_previous_state() {
 @test "--no-userspace with the matching userspace installs the modules only" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
-  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --no-userspace
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
   assert_success
   assert_file_exist "${MODDIR}/nvidia.ko"
   run grep -c standin.run "${STUB_LOG}"
@@ -214,7 +214,7 @@ assert_previous_state() {
   rm -f "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
   install_fixture
   assert_success
-  run_build --root "${ROOT}" uninstall
+  run_build --root "${ROOT}" --yes uninstall
   assert_success
   assert_output --partial "reboot to load the previous driver"
   assert_not_exist "${MODDIR}"
@@ -226,7 +226,7 @@ assert_previous_state() {
 }
 
 @test "uninstall with nothing installed is refused (10)" {
-  run_build --root "${ROOT}" uninstall
+  run_build --root "${ROOT}" --yes uninstall
   assert_failure 10
   assert_output --partial "nothing to uninstall"
 }
@@ -234,7 +234,7 @@ assert_previous_state() {
 @test "a failed uninstall rolls back (9) and the install stays whole" {
   install_fixture
   assert_success
-  FAKE_DEPMOD_FAIL=1 run_build --root "${ROOT}" uninstall
+  FAKE_DEPMOD_FAIL=1 run_build --root "${ROOT}" --yes uninstall
   assert_failure 9
   assert_output --partial "rolled back"
   assert_file_exist "${MODDIR}/nvidia.ko"
@@ -246,7 +246,14 @@ assert_previous_state() {
   install_fixture
   assert_success
   as_user
-  run_build --root "${ROOT}" uninstall
+  run_build --root "${ROOT}" --yes uninstall
   assert_failure 10
   assert_file_exist "${MODDIR}/nvidia.ko"
+}
+
+@test "install without --yes and without a terminal refuses (10) and changes nothing" {
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}" </dev/null
+  assert_failure 10
+  assert_output --partial "pass --yes to proceed"
+  assert_previous_state
 }

@@ -12,7 +12,7 @@ setup() {
 
 @test "the pipeline as root: fetch, verify, patch, build, install, userspace, next steps" {
   as_root
-  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/release.tar.xz" --run "${RUNFILE}" --no-ccache
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/release.tar.xz" --run "${RUNFILE}" --no-ccache
   assert_success
   local s
   for s in preflight fetch verify patch build check install depmod initramfs userspace finished; do
@@ -26,7 +26,7 @@ setup() {
 
 @test "the pipeline's stages run in order" {
   as_root
-  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
   assert_success
   run grep -o -E '^\[[0-9:]+\] [a-z]+' <<<"${output}"
   local order
@@ -66,7 +66,7 @@ setup() {
 @test "as a normal user the install step goes through sudo, with the cache lock handed over" {
   as_user
   stub sudo - <<<'shift; exec "$@"'
-  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
   # The sudo stub runs the child as the same (non-root) user, so the child's
   # root check refuses: what matters here is the hand-over.
   assert_failure 10
@@ -76,7 +76,7 @@ setup() {
 
 @test "a normal user without sudo is refused before any work (10)" {
   as_user
-  PATH="$(path_without sudo)" run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  PATH="$(path_without sudo)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream"
   assert_failure 10
   assert_output --partial "the install step needs root"
   assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
@@ -84,7 +84,7 @@ setup() {
 
 @test "a pipeline with a failing build installs nothing (8)" {
   as_root
-  FAKE_MAKE_FAIL=1 run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  FAKE_MAKE_FAIL=1 run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
   assert_failure 8
   assert_not_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates"
   assert_not_exist "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
@@ -96,7 +96,7 @@ setup() {
   as_root
   cp "${RUNFILE}" "${BATS_TEST_TMPDIR}/wrong.run"
   echo "# tampered" >>"${BATS_TEST_TMPDIR}/wrong.run"
-  run_build --root "${ROOT}" "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${BATS_TEST_TMPDIR}/wrong.run" --no-ccache
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${BATS_TEST_TMPDIR}/wrong.run" --no-ccache
   assert_failure 6
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
