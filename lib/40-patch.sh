@@ -126,6 +126,13 @@ patch_tree() {
   if [[ ${rc} -ne 0 ]]; then
     patch_failure "${tag}" "${tmp}"
   fi
+  # quilt records the series file's path in .pc/.quilt_series and prefers it
+  # to QUILT_SERIES; keep the series inside .pc, by a relative name, so quilt
+  # keeps working in this tree and in copies of it (build trees, bisect).
+  if [[ -d ${tmp}/tree/.pc ]]; then
+    cp -- "${tmp}/series" "${tmp}/tree/.pc/nvidia-p2p.series"
+    printf 'nvidia-p2p.series\n' >"${tmp}/tree/.pc/.quilt_series"
+  fi
   printf '%s' "${fingerprint}" >"${tmp}/tree/${PATCHED_STAMP}"
   rm -rf -- "${out}"
   mv -- "${tmp}/tree" "${out}"

@@ -21,6 +21,20 @@ setup() {
   assert_file_exist "${BATS_TEST_TMPDIR}/out/.nvidia-p2p-patched"
 }
 
+@test "quilt works in the patched tree and in copies of it (series kept inside .pc)" {
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  cp -a "${BATS_TEST_TMPDIR}/out" "${BATS_TEST_TMPDIR}/copy"
+  rm -rf "${BATS_TEST_TMPDIR}/out"
+  cd "${BATS_TEST_TMPDIR}/copy"
+  run env QUILT_PATCHES="${NVP2P_DATA_DIR}/patches/999" quilt --quiltrc - pop -a
+  assert_success
+  run grep -c 'return bar1();' src/nvidia/kern_bus.c
+  assert_output 0
+  run grep -c 'pci_resize_resource(0, 1, 2)' kernel-open/nvidia/nv-pci.c
+  assert_output 1
+}
+
 @test "the default output is <work>/<tag>/patched" {
   run_build patch "${FIXTURE_TAG}"
   assert_success
