@@ -216,3 +216,17 @@ GOOD_LINE="565.57.01 565-570 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6
   run_build 565.57.01 --dry-run --kernel 6.1.0-nonexistent
   refute_output --partial $'\033['
 }
+
+@test "verify --dry-run shows how the tool is built and run, with its arguments" {
+  run_build --dry-run verify --quick --no-nccl
+  assert_success
+  assert_output --partial "would run: make -s -C ${REPO_ROOT}/verify"
+  assert_output --partial "would run: ${REPO_ROOT}/verify/p2p-verify --quick --no-nccl"
+}
+
+@test "verify without a CUDA toolkit fails to build with a clear message (8)" {
+  stub make - <<<'exit 2'
+  run_build verify --build-only
+  assert_failure 8
+  assert_output --partial "could not build verify/p2p-verify"
+}
