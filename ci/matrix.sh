@@ -196,15 +196,38 @@ run_qemu() {
       set_result "${tag}" "load:${krel}" SKIP "no modules built for ${krel}"
       continue
     fi
-    local rc=0
+    local rc=0 image busybox
+    image=$(cached_deb "linux-image-${krel}") || image=""
+    busybox=$(cached_deb busybox-static) || busybox=""
     "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
-      --work-dir "${P2P_WORK_DIR}/qemu" --cache-dir "${P2P_CACHE_DIR}/qemu" >"${log}" 2>&1 || rc=$?
+      ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} >"${log}" 2>&1 || rc=$?
     case ${rc} in
     0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" ;;
     77) set_result "${tag}" "load:${krel}" SKIP "$(tail -n 1 "${log}")" ;;
     *) fail_stage "${tag}" "load:${krel}" "${log}" ;;
     esac
   done
+}
+
+# cached_deb PACKAGE: a .deb of PACKAGE kept in the cache between runs and
+# used only while its sha256 equals the one in apt's (signed) index; otherwise
+# it is downloaded again (apt-get download keeps an existing file of the right
+# size unchecked, so the old one is removed first). Prints its path.
+cached_deb() {
+  local pkg=$1 dir="${P2P_CACHE_DIR}/debs" want f
+  want=$(apt-cache show --no-all-versions "${pkg}" 2>/dev/null | sed -n 's/^SHA256: //p' | head -n 1)
+  [[ -n ${want} ]] || return 1
+  mkdir -p "${dir}"
+  for f in "${dir}/${pkg}"_*.deb; do
+    [[ -f ${f} ]] || continue
+    [[ "$(sha256_of "${f}")" == "${want}" ]] && printf '%s\n' "${f}" && return 0
+    rm -f -- "${f}"
+  done
+  (cd "${dir}" && apt-get download -q "${pkg}" >&2) || return 1
+  for f in "${dir}/${pkg}"_*.deb; do
+    [[ -f ${f} && "$(sha256_of "${f}")" == "${want}" ]] && printf '%s\n' "${f}" && return 0
+  done
+  return 1
 }
 
 # run_bisect TAG: every prefix of the series must build. Starting from the
