@@ -135,14 +135,24 @@ nvidia_gpus() {
   done
 }
 
-# report_gpu ADDR: BAR1 size from the second line of the resource file.
+# report_gpu ADDR: BAR1 is the GPU's second memory BAR: the second non-empty
+# line among the six BAR lines of sysfs' resource file (a 64-bit BAR0 leaves
+# the next line empty, so BAR1 is not always on line 2).
 report_gpu() {
-  local addr=$1 start end _flags size mib
-  read -r start end _flags < <(sed -n 2p "${P2P_SYSFS}/bus/pci/devices/${addr}/resource")
-  if [[ -z ${start} || ${start} == 0x0000000000000000 ]]; then
+  local addr=$1 start end _flags size mib n=0 bar1=""
+  while read -r start end _flags; do
+    [[ ${start} =~ ^0x0+$ && ${end} =~ ^0x0+$ ]] && continue
+    n=$((n + 1))
+    if [[ ${n} -eq 2 ]]; then
+      bar1="${start} ${end}"
+      break
+    fi
+  done < <(head -n 6 "${P2P_SYSFS}/bus/pci/devices/${addr}/resource")
+  if [[ -z ${bar1} ]]; then
     report warn "GPU ${addr}: BAR1 not assigned"
     return 0
   fi
+  read -r start end <<<"${bar1}"
   size=$((end - start + 1))
   mib=$((size >> 20))
   if ((mib <= 256)); then

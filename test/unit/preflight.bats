@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# preflight: facts read from fixture sysfs trees; changes nothing.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  SYS="${BATS_TEST_TMPDIR}/sys"
+  export NVP2P_SYSFS="${SYS}"
+  mkdir -p "${SYS}/bus/pci/devices"
+}
+
+# gpu ADDR BAR0 BAR1-LINES...: an NVIDIA display controller with resource lines.
+gpu() {
+  local dev="${SYS}/bus/pci/devices/$1"
+  shift
+  mkdir -p "${dev}"
+  echo 0x10de >"${dev}/vendor"
+  echo 0x030000 >"${dev}/class"
+  printf '%s\n' "$@" >"${dev}/resource"
+}
+
+Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
+
+@test "a GPU whose BAR1 covers 32 GiB is reported ok; 256 MiB is a warning to enable Resizable BAR" {
+  gpu 0000:01:00.0 "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" \
+    "0x0000028800000000 0x0000028fffffffff 0x000000000014220c" "${Z}" \
+    "0x0000028400000000 0x0000028401ffffff 0x000000000014220c" "${Z}" "${Z}"
+  gpu 0000:02:00.0 "0x00000000c2000000 0x00000000c2ffffff 0x0000000000040200" \
+    "0x00000000d0000000 0x00000000dfffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}" "${Z}"
+  run_build --root "${ROOT}" preflight
+  assert_success
+  assert_line "ok    GPU 0000:01:00.0: BAR1 is 32768 MiB"
+  assert_line --partial "warn  GPU 0000:02:00.0: BAR1 is 256 MiB"
+  assert_output --partial "enable Resizable BAR"
+}
+
+@test "with a 64-bit BAR0, BAR1 is found on the third line" {
+  gpu 0000:00:06.0 "0x0000380000000000 0x0000380003ffffff 0x000000000014220c" "${Z}" \
+    "0x0000300000000000 0x0000303fffffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}"
+  run_build --root "${ROOT}" preflight
+  assert_line "ok    GPU 0000:00:06.0: BAR1 is 262144 MiB"
+}
+
+@test "an active IOMMU and a loaded nouveau are warnings; missing headers fail (10)" {
+  mkdir -p "${SYS}/class/iommu/dmar0" "${SYS}/module/nouveau"
+  run_build --root "${ROOT}" preflight --kernel 6.1.0-77-amd64
+  assert_failure 10
+  assert_line --partial "fail  no kernel headers for 6.1.0-77-amd64"
+  assert_line --partial "warn  an IOMMU is active"
+  assert_line --partial "warn  nouveau is loaded"
+  assert_line --partial "warn  no NVIDIA GPU found"
+}
+
+@test "preflight shows the loaded module and userspace versions, and changes nothing" {
+  mkdir -p "${SYS}/module/nvidia" "${ROOT}/usr/lib/x86_64-linux-gnu"
+  echo 550.54.14 >"${SYS}/module/nvidia/version"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  run_build --root "${ROOT}" preflight
+  assert_success
+  assert_line "info  loaded nvidia module: 550.54.14"
+  assert_line "info  userspace driver: 550.54.14"
+  assert_not_exist "${CACHE}"
+}
+
+@test "Secure Boot enabled fails preflight (10)" {
+  stub mokutil - <<<'echo "SecureBoot enabled"'
+  run_build --root "${ROOT}" preflight
+  assert_failure 10
+  assert_line --partial "fail  Secure Boot is enabled"
+}
