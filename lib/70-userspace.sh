@@ -9,8 +9,13 @@ P2P_USERSPACE_TOUCHED=""
 
 # install_userspace TAG RUN: run the verified installer.
 install_userspace() {
-  local tag=$1 runfile=$2
+  local tag=$1 runfile=$2 expected
   stage userspace "$(basename "${runfile}") --silent --no-kernel-modules"
+  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
+    # Checked again right before it runs: it may have been verified minutes ago.
+    expected=$(run_expected_sha "${tag}")
+    verify_run_file "${tag}" "${runfile}" "${expected}"
+  fi
   P2P_USERSPACE_TOUCHED="$(basename "${runfile}") (its log: /var/log/nvidia-installer.log)"
   log_line "userspace installer starting: ${P2P_USERSPACE_TOUCHED}"
   run_logged sh "${runfile}" --silent --no-kernel-modules ||

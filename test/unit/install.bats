@@ -257,3 +257,17 @@ assert_previous_state() {
   assert_output --partial "pass --yes to proceed"
   assert_previous_state
 }
+
+@test "the .run is verified again right before it runs: a swap after the first check is refused (6)" {
+  cp "${RUNFILE}" "${BATS_TEST_TMPDIR}/late.run"
+  # depmod swaps the file, after install's preflight verified it
+  stub depmod - <<STUB
+printf '# swapped\n' >>"${BATS_TEST_TMPDIR}/late.run"
+STUB
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --run "${BATS_TEST_TMPDIR}/late.run"
+  assert_failure 6
+  assert_output --partial "refusing to run it"
+  assert_previous_state
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
