@@ -107,7 +107,18 @@ log_open() {
   local dir=$1
   mkdir -p "${dir}" 2>/dev/null || return 0
   P2P_LOG_FILE="${dir}/$(date -u +%Y%m%dT%H%M%SZ)-$$.log"
-  : >"${P2P_LOG_FILE}" 2>/dev/null || P2P_LOG_FILE=""
+  : >"${P2P_LOG_FILE}" 2>/dev/null || { P2P_LOG_FILE=""; return 0; }
+  log_give_to_sudo_user "${dir}"
+}
+
+# log_give_to_sudo_user DIR: the install step runs through sudo but logs into
+# the calling user's cache; the log then belongs to that user, not to root.
+log_give_to_sudo_user() {
+  local dir=$1
+  [[ -n ${SUDO_UID:-} && ${SUDO_UID} =~ ^[0-9]+$ ]] || return 0
+  is_root || return 0
+  [[ "$(stat -c %u -- "${dir}" 2>/dev/null)" == "${SUDO_UID}" ]] || return 0
+  chown -- "${SUDO_UID}:${SUDO_GID:-${SUDO_UID}}" "${P2P_LOG_FILE}" 2>/dev/null || true
 }
 
 # run CMD...: run a command that changes something; with --dry-run only print it.

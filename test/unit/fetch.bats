@@ -253,6 +253,30 @@ STUB
   assert_output --partial "STAGE verify"
 }
 
+@test "under sudo, the log in the calling user's cache is given to that user" {
+  as_root
+  stub chown
+  mkdir -p "${CACHE}/logs"
+  local owner
+  owner="$(stat -c %u "${CACHE}/logs")"
+  SUDO_UID="${owner}" SUDO_GID=4343 run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_success
+  run grep -c "^chown -- ${owner}:4343 ${CACHE}/logs/.*\.log\$" "${STUB_LOG}"
+  assert_output 1
+}
+
+@test "under sudo, a log dir the calling user does not own is left alone" {
+  as_root
+  stub chown
+  mkdir -p "${CACHE}/logs"
+  local other
+  other=$(( $(stat -c %u "${CACHE}/logs") + 1 ))
+  SUDO_UID="${other}" SUDO_GID=4343 run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_success
+  run grep -c '^chown' "${STUB_LOG}"
+  assert_output 0
+}
+
 @test "a second concurrent run is refused by the lock (11)" {
   mkdir -p "${CACHE}"
   (
