@@ -1,5 +1,6 @@
 /* ncclparse.c - NCCL debug log and child protocol parsing (pure C). */
 #include "ncclparse.h"
+#include "sysparse.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -101,14 +102,8 @@ int pv_nccl_parse_log(const char *text, pv_nccl_run *run)
     if (!text)
         return 0;
     const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t l = nl ? (size_t)(nl - p) : strlen(p);
-        char line[1024];
-        if (l >= sizeof line)
-            l = sizeof line - 1;
-        memcpy(line, p, l);
-        line[l] = '\0';
+    char line[1024];
+    while (pv_next_line(&p, line, sizeof line, NULL)) {
         pv_nccl_conn c;
         if (pv_nccl_parse_line(line, &c)) {
             int dup = 0;
@@ -127,9 +122,6 @@ int pv_nccl_parse_log(const char *text, pv_nccl_run *run)
                     run->conn_truncated = 1;
             }
         }
-        if (!nl)
-            break;
-        p = nl + 1;
     }
     return run->nconn;
 }
@@ -150,14 +142,8 @@ int pv_nccl_parse_child(const char *text, pv_nccl_run *run, int *version)
     if (!text)
         return -1;
     const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t l = nl ? (size_t)(nl - p) : strlen(p);
-        char line[1024];
-        if (l >= sizeof line)
-            l = sizeof line - 1;
-        memcpy(line, p, l);
-        line[l] = '\0';
+    char line[1024];
+    while (pv_next_line(&p, line, sizeof line, NULL)) {
         if (strncmp(line, "VERSION ", 8) == 0) {
             if (version)
                 *version = atoi(line + 8);
@@ -188,9 +174,6 @@ int pv_nccl_parse_child(const char *text, pv_nccl_run *run, int *version)
         } else if (strcmp(line, "DONE") == 0) {
             done = 1;
         }
-        if (!nl)
-            break;
-        p = nl + 1;
     }
     if (!done && !err)
         snprintf(run->error, sizeof run->error, "NCCL child ended without reporting DONE");

@@ -367,10 +367,9 @@ void pv_report_human(FILE *f, const pv_results *r, const pv_verdict *v)
 
 /* ---------------------------------------------------------------- JSON */
 
-static void json_matrix(pv_json *j, const char *key, const pv_results *r, const int *ids, int n,
+static void json_matrix(pv_json *j, const char *key, const int *ids, int n,
                         const double v[PV_MAX_GPUS][PV_MAX_GPUS], int decimals)
 {
-    (void)r;
     pvj_arr(j, key);
     for (int a = 0; a < n; a++) {
         pvj_arr(j, NULL);
@@ -394,6 +393,24 @@ static void json_pct(pv_json *j, const char *key, const int *ids, int n, const d
                 pvj_null(j, NULL);
             else
                 pvj_num(j, NULL, 100.0 * x / l, 2);
+        }
+        pvj_end_arr(j);
+    }
+    pvj_end_arr(j);
+}
+
+/* json_bool_matrix: true/false per ordered pair; null on the diagonal and where unknown (< 0). */
+static void json_bool_matrix(pv_json *j, const char *key, const int *ids, int n, const int v[PV_MAX_GPUS][PV_MAX_GPUS])
+{
+    pvj_arr(j, key);
+    for (int a = 0; a < n; a++) {
+        pvj_arr(j, NULL);
+        for (int b = 0; b < n; b++) {
+            int x = v[ids[a]][ids[b]];
+            if (a == b || x < 0)
+                pvj_null(j, NULL);
+            else
+                pvj_bool(j, NULL, x);
         }
         pvj_end_arr(j);
     }
@@ -505,32 +522,8 @@ int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
         pvj_int(&j, NULL, ids[a]);
     pvj_end_arr(&j);
 
-    pvj_arr(&j, "can_access_peer");
-    for (int a = 0; a < n; a++) {
-        pvj_arr(&j, NULL);
-        for (int b = 0; b < n; b++) {
-            int x = r->can_access[ids[a]][ids[b]];
-            if (a == b || x < 0)
-                pvj_null(&j, NULL);
-            else
-                pvj_bool(&j, NULL, x);
-        }
-        pvj_end_arr(&j);
-    }
-    pvj_end_arr(&j);
-    pvj_arr(&j, "native_atomics");
-    for (int a = 0; a < n; a++) {
-        pvj_arr(&j, NULL);
-        for (int b = 0; b < n; b++) {
-            int x = r->native_atomics[ids[a]][ids[b]];
-            if (a == b || x < 0)
-                pvj_null(&j, NULL);
-            else
-                pvj_bool(&j, NULL, x);
-        }
-        pvj_end_arr(&j);
-    }
-    pvj_end_arr(&j);
+    json_bool_matrix(&j, "can_access_peer", ids, n, r->can_access);
+    json_bool_matrix(&j, "native_atomics", ids, n, r->native_atomics);
 
     pvj_obj(&j, "nvidia_smi");
     pvj_bool(&j, "p2p_available", r->smi_ok);
@@ -631,12 +624,12 @@ int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
         pvj_int(&j, "samples_median_of", r->perf_reps);
         pvj_str(&j, "unit_bandwidth", "GB/s (1e9 B/s)");
         pvj_str(&j, "unit_latency", "us");
-        json_matrix(&j, "unidirectional_p2p_on", r, ids, n, r->uni_on, 3);
-        json_matrix(&j, "unidirectional_p2p_off", r, ids, n, r->uni_off, 3);
-        json_matrix(&j, "bidirectional_p2p_on", r, ids, n, r->bi_on, 3);
-        json_matrix(&j, "bidirectional_p2p_off", r, ids, n, r->bi_off, 3);
-        json_matrix(&j, "latency_us_p2p_on", r, ids, n, r->lat_on, 3);
-        json_matrix(&j, "latency_us_p2p_off", r, ids, n, r->lat_off, 3);
+        json_matrix(&j, "unidirectional_p2p_on", ids, n, r->uni_on, 3);
+        json_matrix(&j, "unidirectional_p2p_off", ids, n, r->uni_off, 3);
+        json_matrix(&j, "bidirectional_p2p_on", ids, n, r->bi_on, 3);
+        json_matrix(&j, "bidirectional_p2p_off", ids, n, r->bi_off, 3);
+        json_matrix(&j, "latency_us_p2p_on", ids, n, r->lat_on, 3);
+        json_matrix(&j, "latency_us_p2p_off", ids, n, r->lat_off, 3);
         json_pct(&j, "unidirectional_p2p_on_pct_of_limit", ids, n, r->uni_on, r->link, 1.0);
         json_pct(&j, "unidirectional_p2p_off_pct_of_pcie_limit", ids, n, r->uni_off, r->pcie, 1.0);
         json_pct(&j, "bidirectional_p2p_on_pct_of_limit", ids, n, r->bi_on, r->link, 2.0);

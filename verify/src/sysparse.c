@@ -140,19 +140,32 @@ int pv_norm_busid(const char *in, char *out, size_t outlen)
     return 0;
 }
 
+int pv_next_line(const char **p, char *line, size_t cap, int *cut)
+{
+    if (!**p)
+        return 0;
+    const char *nl = strchr(*p, '\n');
+    size_t l = nl ? (size_t)(nl - *p) : strlen(*p);
+    if (cut)
+        *cut = l >= cap;
+    if (l >= cap)
+        l = cap - 1;
+    memcpy(line, *p, l);
+    line[l] = '\0';
+    *p = nl ? nl + 1 : *p + strlen(*p);
+    return 1;
+}
+
 int pv_parse_smi_index_csv(const char *text, int maxn, char busids[][32])
 {
     int count = 0;
     if (!text)
         return 0;
     const char *p = text;
-    while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t l = nl ? (size_t)(nl - p) : strlen(p);
-        char line[256];
-        if (l < sizeof line) {
-            memcpy(line, p, l);
-            line[l] = '\0';
+    char line[256];
+    int cut;
+    while (pv_next_line(&p, line, sizeof line, &cut)) {
+        if (!cut) {
             char *comma = strchr(line, ',');
             if (comma) {
                 *comma = '\0';
@@ -168,9 +181,6 @@ int pv_parse_smi_index_csv(const char *text, int maxn, char busids[][32])
                 }
             }
         }
-        if (!nl)
-            break;
-        p = nl + 1;
     }
     return count;
 }

@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+/* Line reader for the parsers: copies the line at *p (without its '\n') into
+ * line, cut to cap - 1 bytes, and moves *p past it.  Returns 0 at the end of
+ * the text, else 1; *cut (if not NULL) says whether the line was cut. */
+int pv_next_line(const char **p, char *line, size_t cap, int *cut);
+
 /* Parse an nvidia-smi GPU matrix ("topo -m", "topo -p2p r|w"): a header line
  * whose tokens start "GPU0 GPU1 ...", then one row per GPU.  ANSI escapes are
  * ignored.  cells is row-major [maxn][maxn][cellsz].  Returns the number of

@@ -886,8 +886,30 @@ static void test_pattern(void)
     free(buf);
 }
 
+static void test_next_line(void)
+{
+    const char *p = "ab\n\nlonger line\nlast";
+    char line[6];
+    int cut = -1;
+    CHECK_INT(pv_next_line(&p, line, sizeof line, &cut), 1);
+    CHECK_STR(line, "ab");
+    CHECK_INT(cut, 0);
+    CHECK_INT(pv_next_line(&p, line, sizeof line, &cut), 1);
+    CHECK_STR(line, "");
+    CHECK_INT(pv_next_line(&p, line, sizeof line, &cut), 1);
+    CHECK_STR(line, "longe");
+    CHECK_INT(cut, 1);
+    CHECK_INT(pv_next_line(&p, line, sizeof line, NULL), 1);
+    CHECK_STR(line, "last");
+    CHECK_INT(pv_next_line(&p, line, sizeof line, &cut), 0);
+    const char *q = "x\n";
+    CHECK_INT(pv_next_line(&q, line, sizeof line, &cut), 1);
+    CHECK_INT(pv_next_line(&q, line, sizeof line, &cut), 0);
+}
+
 static void test_sysparse(void)
 {
+    test_next_line();
     char cells[8][8][12];
     memset(cells, 0, sizeof cells);
     char *t = slurp("smi-topo-m.txt");
