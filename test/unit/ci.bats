@@ -83,6 +83,18 @@ STUB
   assert_equal "$(find "${BATS_TEST_TMPDIR}/src" -type f | wc -l)" 0
 }
 
+@test "debian-sources.sh: a failed download exits 5 and leaves nothing" {
+  stub curl - <<'STUB'
+out=""; while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && out=$2; shift; done
+printf 'partial' >"${out}"
+exit 22
+STUB
+  run "${REPO_ROOT}/ci/debian-sources.sh" "${BATS_TEST_TMPDIR}/src"
+  assert_failure 5
+  assert_output --partial "debian-sources.sh: download failed: https://"
+  assert_equal "$(find "${BATS_TEST_TMPDIR}/src" -type f | wc -l)" 0
+}
+
 @test "debian-sources.conf lists the two tags CI builds from Debian, with pins matching versions.conf's tags" {
   run awk '!/^#/ && NF { print $1 }' "${REPO_ROOT}/ci/debian-sources.conf"
   assert_output $'535.261.03\n555.58.02'
