@@ -48,7 +48,7 @@ preflight_pipeline() {
 preflight_kernel() {
   if [[ ${P2P_DRY_RUN} -eq 1 && -z ${P2P_KERNEL_SRC} ]]; then
     local kver=${P2P_KERNEL:-$(uname -r)}
-    if [[ ! -e ${P2P_ROOT}/lib/modules/${kver}/build/Makefile ]]; then
+    if ! have_kernel_headers "${kver}"; then
       preflight_fail "${EX_PREFLIGHT}" "no kernel headers for ${kver}; install them first: $(headers_package_hint "${kver}")"
       set_kernel_target "${kver}" "(missing)" "(missing)"
       return 0
@@ -87,7 +87,7 @@ cmd_preflight() {
   local tag="" kver fatal=0 gpu
   parse_stage_args preflight tag "$@"
   kver=${P2P_KERNEL:-$(uname -r)}
-  if [[ -e ${P2P_ROOT}/lib/modules/${kver}/build/Makefile ]]; then
+  if have_kernel_headers "${kver}"; then
     report ok "kernel headers for ${kver}"
   else
     report fail "no kernel headers for ${kver}: $(headers_package_hint "${kver}")"

@@ -60,10 +60,15 @@ set_kernel_target() {
   P2P_SYSOUT=$3
 }
 
+# have_kernel_headers KVER: the headers of kernel KVER are installed.
+have_kernel_headers() {
+  [[ -e ${P2P_ROOT}/lib/modules/$1/build/Makefile ]]
+}
+
 resolve_kernel_headers() {
   local kver=$1 modlib
   modlib="${P2P_ROOT}/lib/modules/${kver}"
-  if [[ ! -e ${modlib}/build/Makefile ]]; then
+  if ! have_kernel_headers "${kver}"; then
     die "${EX_PREFLIGHT}" "no kernel headers for ${kver} (${modlib}/build); install them first: $(headers_package_hint "${kver}")"
   fi
   P2P_SYSOUT=$(readlink -f "${modlib}/build")
