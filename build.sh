@@ -26,6 +26,8 @@ source "${P2P_LIB_DIR}/50-build.sh"
 source "${P2P_LIB_DIR}/60-install.sh"
 # shellcheck source=lib/70-userspace.sh
 source "${P2P_LIB_DIR}/70-userspace.sh"
+# shellcheck source=lib/80-rebase.sh
+source "${P2P_LIB_DIR}/80-rebase.sh"
 # shellcheck source=lib/commands.sh
 source "${P2P_LIB_DIR}/commands.sh"
 
@@ -47,6 +49,8 @@ P2P_RUN_SHA256=""
 P2P_NO_RUN=0
 P2P_NO_USERSPACE=0
 P2P_NO_CCACHE=0
+P2P_UNITS_ONLY=0
+P2P_FAMILY=""
 P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
@@ -54,10 +58,11 @@ declare -A P2P_CMD_OPTS=(
   [all]="--source --kernel --kernel-src --run --run-sha256 --no-userspace --no-ccache"
   [fetch]="--source --run --run-sha256 --no-run"
   [patch]="--source --out"
-  [build]="--source --kernel --kernel-src --no-ccache"
+  [build]="--source --kernel --kernel-src --no-ccache --units-only"
   [install]="--kernel --run --run-sha256 --no-userspace"
   [uninstall]="--kernel"
   [preflight]="--kernel"
+  [rebase]="--source --family --kernel --kernel-src --run-sha256 --units-only --no-ccache"
   [list]=""
   [check]=""
 )
@@ -77,16 +82,17 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache)
+    --no-run | --no-userspace | --no-ccache | --units-only)
       allowed_opt "${cmd}" "${opt}"
       case ${opt} in
       --no-run) P2P_NO_RUN=1 ;;
       --no-userspace) P2P_NO_USERSPACE=1 ;;
       --no-ccache) P2P_NO_CCACHE=1 ;;
+      --units-only) P2P_UNITS_ONLY=1 ;;
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --family)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -121,6 +127,7 @@ set_opt_value() {
     P2P_KERNEL=$2
     ;;
   --kernel-src) P2P_KERNEL_SRC=$(abs_path "$2") ;;
+  --family) P2P_FAMILY=$2 ;;
   --run) P2P_RUN_FILE=$(abs_path "$2") ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
@@ -188,7 +195,7 @@ main() {
     return 0
   fi
   case ${cmd} in
-  fetch | patch | build | install | uninstall | preflight | list | check | verify) shift ;;
+  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase) shift ;;
   [0-9]*) cmd=all ;;
   *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
   esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# ci/matrix.sh: the per-tag test matrix. For each tag in versions.conf whose
-# source this machine can get, run source -> patch -> build (per kernel, with
-# the module checks) -> module load in QEMU -> bisect, and print a tag x stage
-# summary. Tags without a source are SKIPped, visibly, with the reason.
+# ci/matrix.sh: the per-tag test matrix. Every selected tag gets its source
+# verified and the series applied at fuzz 0; chosen tags also get gate (a)
+# (the changed translation units compiled) or the full gate (b) (all modules
+# per kernel with the module checks, the QEMU load test, bisect). Prints a
+# tag x stage table; skipped stages are listed with the reason.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -17,20 +18,40 @@ usage() {
   cat <<'EOF'
 Usage: ci/matrix.sh [options]
 
-  --sources DIR       where to look for local sources: git repositories holding
-                      the tags, or tarballs whose name contains the tag (Debian's
-                      nvidia-open-gpu-kernel-modules_<tag>.orig.tar.xz,
+Sources (the first that has a tag is used; tags with none are SKIPped):
+  --git DIR           a git repository (e.g. a bare clone of the upstream bundle)
+                      holding the tags; the pinned commit and tree ids are
+                      checked in it. A tag that only gets "apply" is checked on
+                      the files its family touches, exported from the pinned
+                      commit, without a full export (about a second per tag).
+  --sources DIR       git repositories holding the tags, or tarballs whose name
+                      contains the tag (Debian's ..._<tag>.orig.tar.xz,
                       NVIDIA-kernel-module-source-<tag>.tar.xz, GitHub archives)
-  --tags LIST         comma-separated tags (default: every tag in versions.conf)
+Which tags get which stages (LIST: comma-separated tags and keywords: all;
+newest / first = the newest / first tag of every family; sample:N = N tags
+not chosen otherwise, rotating daily):
+  --tags LIST         every stage starts with source + apply (default: all)
+  --compile LIST      also gate (a): build --units-only on the first kernel
+  --full LIST         also gate (b): all modules per kernel, the module checks,
+                      the QEMU load test (--qemu) and bisect (--bisect)
   --require LIST      tags that must not be skipped (a SKIP then fails the run)
-  --kernel KVER       build against installed headers of KVER (repeatable)
-  --kernel-src DIR    build against a kernel build directory (repeatable)
+Kernels (for --compile the first one):
+  --kernel KVER       installed headers of KVER (repeatable)
+  --kernel-src DIR    a kernel build directory (repeatable)
   --qemu KREL         boot Debian's KREL kernel in QEMU and insmod the modules
                       built for it (repeatable; see ci/qemu-smoke.sh)
-  --bisect            check that every prefix of the series builds (on the first kernel)
+  --bisect            check that every prefix of the series builds (first kernel)
+Other:
+  --budget MINUTES    do not start a long stage (compile, build, load, bisect)
+                      that would likely end after MINUTES; it is SKIPped with
+                      the reason. Estimates: the last run of that stage here,
+                      else a conservative default
+  --sample-seed N     the rotation of sample:N (default: days since 1970-01-01)
   --cache-dir DIR     build.sh's cache (verified sources); default as build.sh
   --work-dir DIR      build.sh's work dir; default: a new temporary directory
   --summary FILE      also write the summary table to FILE
+  --results FILE      append one line per stage: tag, stage, result, seconds,
+                      reason (tab-separated; ci/record-tested.sh reads it)
   -h, --help          this text
 
 Exit status: 0 when no stage failed (skips are listed), 1 when one failed or a
@@ -38,29 +59,50 @@ Exit status: 0 when no stage failed (skips are listed), 1 when one failed or a
 EOF
 }
 
-M_TAGS=()
+M_TAGS_SPEC=all
+M_COMPILE_SPEC=""
+M_FULL_SPEC=""
 M_REQUIRE=()
 M_KERNELS=()
 M_QEMU=()
+M_GIT=""
 M_SOURCES=""
 M_BISECT=0
 M_SUMMARY=""
-declare -A RESULT=() REASON=()
+M_RESULTS=""
+M_BUDGET=0
+M_SEED=""
+M_TAGS=()
+declare -A RESULT=() REASON=() M_IN_COMPILE=() M_IN_FULL=() M_ESTIMATE=()
 M_COLUMNS=()
+
+# Conservative stage durations on 2 cores (seconds), until one was measured.
+declare -A M_DEFAULT_ESTIMATE=([compile]=300 [build1]=900 [build]=420 [load]=120 [bisect]=600)
 
 main() {
   local tag
   parse_args "$@"
   versions_load
-  [[ ${#M_TAGS[@]} -gt 0 ]] || M_TAGS=("${V_TAGS[@]}")
-  [[ ${#M_KERNELS[@]} -gt 0 ]] || M_KERNELS=("kernel:$(uname -r)")
   P2P_WORK_DIR=${P2P_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/matrix-work.XXXXXX")}
   P2P_CACHE_DIR=${P2P_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p}
   mkdir -p "${P2P_WORK_DIR}/logs"
+  [[ ${#M_KERNELS[@]} -gt 0 ]] || M_KERNELS=("kernel:$(uname -r)")
+  M_SEED=${M_SEED:-$(($(date -u +%s) / 86400))}
+  select_tags
   columns
+  printf 'matrix: %s tags; compile: %s; full: %s%s\n' "${#M_TAGS[@]}" "$(joined M_IN_COMPILE)" \
+    "$(joined M_IN_FULL)" "$([[ ${M_BUDGET} -gt 0 ]] && printf '; budget %s min' $((M_BUDGET / 60)))" >&2
   for tag in "${M_TAGS[@]}"; do
-    require_tag "${tag}"
-    run_tag "${tag}"
+    run_apply "${tag}"
+  done
+  local -a full compile
+  mapfile -t full < <(ordered M_IN_FULL)
+  mapfile -t compile < <(ordered M_IN_COMPILE)
+  for tag in "${full[@]+"${full[@]}"}"; do
+    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && run_full "${tag}"
+  done
+  for tag in "${compile[@]+"${compile[@]}"}"; do
+    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && run_compile "${tag}"
   done
   summary | tee "${M_SUMMARY:-/dev/null}"
   verdict
@@ -69,16 +111,22 @@ main() {
 parse_args() {
   while [[ $# -gt 0 ]]; do
     case $1 in
+    --git) M_GIT=$(abs_path "$(need_value "$@")") && shift ;;
     --sources) M_SOURCES=$(abs_path "$(need_value "$@")") && shift ;;
-    --tags) IFS=, read -r -a M_TAGS <<<"$(need_value "$@")" && shift ;;
+    --tags) M_TAGS_SPEC=$(need_value "$@") && shift ;;
+    --compile) M_COMPILE_SPEC=$(need_value "$@") && shift ;;
+    --full) M_FULL_SPEC=$(need_value "$@") && shift ;;
     --require) IFS=, read -r -a M_REQUIRE <<<"$(need_value "$@")" && shift ;;
     --kernel) M_KERNELS+=("kernel:$(need_value "$@")") && shift ;;
     --kernel-src) M_KERNELS+=("kernel-src:$(abs_path "$(need_value "$@")")") && shift ;;
     --qemu) M_QEMU+=("$(need_value "$@")") && shift ;;
     --bisect) M_BISECT=1 ;;
+    --budget) M_BUDGET=$(($(need_number "$@") * 60)) && shift ;;
+    --sample-seed) M_SEED=$(need_number "$@") && shift ;;
     --cache-dir) P2P_CACHE_DIR=$(abs_path "$(need_value "$@")") && shift ;;
     --work-dir) P2P_WORK_DIR=$(abs_path "$(need_value "$@")") && shift ;;
     --summary) M_SUMMARY=$(abs_path "$(need_value "$@")") && shift ;;
+    --results) M_RESULTS=$(abs_path "$(need_value "$@")") && shift ;;
     -h | --help) usage && exit 0 ;;
     *) printf 'matrix.sh: unknown argument %s\n' "$1" >&2 && usage >&2 && exit 2 ;;
     esac
@@ -94,17 +142,118 @@ need_value() {
   printf '%s\n' "$2"
 }
 
-# columns: source, patch, one build column per kernel, load per --qemu kernel, bisect.
+need_number() {
+  [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { printf 'matrix.sh: %s needs a number\n' "$1" >&2 && exit 2; }
+  printf '%s\n' "$2"
+}
+
+# --- which tags get which stages ------------------------------------------------
+
+# select_tags: M_TAGS from --tags; M_IN_COMPILE / M_IN_FULL (tag -> order)
+# from --compile / --full, restricted to M_TAGS.
+select_tags() {
+  local tag n=0
+  mapfile -t M_TAGS < <(expand_list "${M_TAGS_SPEC}" "")
+  for tag in $(expand_list "${M_FULL_SPEC}" "${M_TAGS[*]}"); do
+    M_IN_FULL[${tag}]=$((n++))
+  done
+  for tag in $(expand_list "${M_COMPILE_SPEC}" "${M_TAGS[*]}"); do
+    [[ -n ${M_IN_FULL[${tag}]+x} ]] || M_IN_COMPILE[${tag}]=$((n++))
+  done
+  return 0
+}
+
+# expand_list SPEC WITHIN: the tags SPEC names, in its order, without repeats,
+# each checked against versions.conf; only those in WITHIN (all when empty).
+expand_list() {
+  local spec=$1 within=$2 item tag
+  local -a out=() items=()
+  local -A seen=()
+  IFS=, read -r -a items <<<"${spec}"
+  for item in "${items[@]+"${items[@]}"}"; do
+    case ${item} in
+    all) out+=("${V_TAGS[@]}") ;;
+    newest | first) mapfile -t -O "${#out[@]}" out < <(family_ends "${item}") ;;
+    sample:[0-9]*) mapfile -t -O "${#out[@]}" out < <(sample "${item#sample:}" "${out[*]-}" "${within}") ;;
+    *)
+      require_tag "${item}"
+      out+=("${item}")
+      ;;
+    esac
+  done
+  for tag in "${out[@]+"${out[@]}"}"; do
+    [[ -n ${seen[${tag}]+x} ]] && continue
+    seen[${tag}]=1
+    [[ -z ${within} || " ${within} " == *" ${tag} "* ]] && printf '%s\n' "${tag}"
+  done
+  return 0
+}
+
+# family_ends newest|first: that tag of every family (version order).
+family_ends() {
+  local which=$1 tag
+  local -A pick=()
+  local -a order=()
+  for tag in "${V_TAGS[@]}"; do
+    [[ -n ${pick[${V_FAMILY[${tag}]}]+x} ]] || order+=("${V_FAMILY[${tag}]}")
+    if [[ -z ${pick[${V_FAMILY[${tag}]}]+x} ]] || { [[ ${which} == newest ]] && version_le "${pick[${V_FAMILY[${tag}]}]}" "${tag}"; } ||
+      { [[ ${which} == first ]] && version_le "${tag}" "${pick[${V_FAMILY[${tag}]}]}"; }; then
+      pick[${V_FAMILY[${tag}]}]=${tag}
+    fi
+  done
+  for tag in "${order[@]}"; do
+    printf '%s\n' "${pick[${tag}]}"
+  done
+}
+
+# sample N CHOSEN WITHIN: N tags of WITHIN (all) not in CHOSEN nor the
+# newest/first of a family, from position (seed * N) on, wrapping: each day
+# another slice, so every tag is sampled in turn.
+sample() {
+  local n=$1 chosen=" $2 " within=$3 tag start i
+  local -a pool=()
+  local ends
+  ends=" $(family_ends newest | tr '\n' ' ') $(family_ends first | tr '\n' ' ') "
+  for tag in ${within:-${V_TAGS[*]}}; do
+    [[ ${chosen} == *" ${tag} "* || ${ends} == *" ${tag} "* ]] || pool+=("${tag}")
+  done
+  [[ ${#pool[@]} -gt 0 ]] || return 0
+  start=$(((M_SEED * n) % ${#pool[@]}))
+  for ((i = 0; i < n && i < ${#pool[@]}; i++)); do
+    printf '%s\n' "${pool[$(((start + i) % ${#pool[@]}))]}"
+  done
+}
+
+# ordered ASSOC: its keys by their value (the order they were chosen in).
+ordered() {
+  local -n map=$1
+  local k
+  for k in "${!map[@]}"; do
+    printf '%s %s\n' "${map[${k}]}" "${k}"
+  done | sort -n | cut -d' ' -f2
+}
+
+joined() {
+  local list
+  list=$(ordered "$1" | tr '\n' ' ')
+  printf '%s' "${list:-none}"
+}
+
+# columns: source, apply, compile (if any), one build column per kernel,
+# load per --qemu kernel, bisect.
 columns() {
   local k
-  M_COLUMNS=(source patch)
-  for k in "${M_KERNELS[@]}"; do
-    M_COLUMNS+=("build:$(kernel_label "${k}")")
-  done
-  for k in "${M_QEMU[@]+"${M_QEMU[@]}"}"; do
-    M_COLUMNS+=("load:${k}")
-  done
-  [[ ${M_BISECT} -eq 1 ]] && M_COLUMNS+=(bisect)
+  M_COLUMNS=(source apply)
+  [[ ${#M_IN_COMPILE[@]} -gt 0 ]] && M_COLUMNS+=(compile)
+  if [[ ${#M_IN_FULL[@]} -gt 0 ]]; then
+    for k in "${M_KERNELS[@]}"; do
+      M_COLUMNS+=("build:$(kernel_label "${k}")")
+    done
+    for k in "${M_QEMU[@]+"${M_QEMU[@]}"}"; do
+      M_COLUMNS+=("load:${k}")
+    done
+    [[ ${M_BISECT} -eq 1 ]] && M_COLUMNS+=(bisect)
+  fi
   return 0
 }
 
@@ -116,6 +265,8 @@ kernel_label() {
   esac
 }
 
+# --- stages -----------------------------------------------------------------------
+
 # build_sh LOG ARGS...: build.sh with this matrix's cache and work dirs.
 build_sh() {
   local log=$1
@@ -123,51 +274,144 @@ build_sh() {
   "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" "$@" >"${log}" 2>&1
 }
 
+# set_result TAG COLUMN RESULT [REASON [SECONDS]]
 set_result() {
   RESULT["$1|$2"]=$3
   [[ -n ${4:-} ]] && REASON["$1|$2"]=$4
   printf '%-12s %-36s %s%s\n' "$1" "$2" "$3" "${4:+ ($4)}" >&2
+  if [[ -n ${M_RESULTS} ]]; then
+    printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${5:-0}" "${4:-}" >>"${M_RESULTS}"
+  fi
 }
 
-run_tag() {
-  local tag=$1 src log k label
-  log="${P2P_WORK_DIR}/logs/${tag}"
-  if [[ -f ${P2P_CACHE_DIR}/src/${tag}.pin ]] && build_sh "${log}-source.log" fetch "${tag}" --no-run; then
-    set_result "${tag}" source PASS "verified cache"
-  elif src=$(find_source "${tag}") && [[ -n ${src} ]]; then
-    if build_sh "${log}-source.log" fetch "${tag}" --source "${src}" --no-run; then
-      set_result "${tag}" source PASS "$(basename "${src}")"
-    else
-      fail_stage "${tag}" source "${log}-source.log"
-      return 0
-    fi
-  else
-    set_result "${tag}" source SKIP "no verified source for ${tag} on this machine: none cached, none in --sources"
+fail_stage() {
+  local tag=$1 stage=$2 log=$3 seconds=${4:-0}
+  set_result "${tag}" "${stage}" FAIL "log: ${log}" "${seconds}"
+  tail -n 25 "${log}" | sed 's/^/    | /' >&2
+}
+
+# budget_allows TAG COLUMN KIND: false (and the stage SKIPped, with the
+# reason) when a stage of KIND would likely end after --budget.
+budget_allows() {
+  local est=${M_ESTIMATE[$3]:-${M_DEFAULT_ESTIMATE[$3]}}
+  [[ ${M_BUDGET} -eq 0 || $((SECONDS + est)) -le ${M_BUDGET} ]] && return 0
+  set_result "$1" "$2" SKIP "time budget: $((SECONDS / 60)) of $((M_BUDGET / 60)) min used, this stage takes about $(((est + 59) / 60)) min"
+  return 1
+}
+
+# timed KIND LOG CMD...: run CMD (in a subshell, output to LOG); LAST_SECONDS
+# and the estimate for KIND become how long it took. Returns its status.
+LAST_SECONDS=0
+timed() {
+  local kind=$1 log=$2 start=${SECONDS} rc=0
+  shift 2
+  ("$@") >"${log}" 2>&1 || rc=$?
+  LAST_SECONDS=$((SECONDS - start))
+  M_ESTIMATE[${kind}]=${LAST_SECONDS}
+  return "${rc}"
+}
+
+# run_apply TAG: source and apply columns. From git, a tag that needs no
+# full tree is checked on the files its family touches only.
+run_apply() {
+  local tag=$1
+  local log="${P2P_WORK_DIR}/logs/${tag}"
+  if [[ -n ${M_GIT} && -z ${M_IN_FULL[${tag}]+x} && -z ${M_IN_COMPILE[${tag}]+x} ]]; then
+    apply_light "${tag}"
+    return 0
+  fi
+  if ! full_source "${tag}" "${log}-source.log"; then
     return 0
   fi
   if build_sh "${log}-patch.log" patch "${tag}"; then
-    set_result "${tag}" patch PASS
+    set_result "${tag}" apply PASS "$(grep -c . "${P2P_WORK_DIR}/${tag}/patched/.pc/nvidia-p2p.series" 2>/dev/null || echo 0) patches"
   else
-    fail_stage "${tag}" patch "${log}-patch.log"
-    return 0
+    fail_stage "${tag}" apply "${log}-patch.log"
   fi
-  for k in "${M_KERNELS[@]}"; do
-    label=$(kernel_label "${k}")
-    if build_sh "${log}-build-${label}.log" build "${tag}" "--${k%%:*}" "${k#*:}"; then
-      set_result "${tag}" "build:${label}" PASS "5 modules, version ${tag}, vermagic ${label}"
-    else
-      fail_stage "${tag}" "build:${label}" "${log}-build-${label}.log"
-    fi
-  done
-  run_qemu "${tag}"
-  [[ ${M_BISECT} -eq 1 ]] && run_bisect "${tag}"
-  return 0
 }
 
-# find_source TAG: a git repository holding the pinned commit, or a tarball
-# named after the tag, in --sources.
+# full_source TAG LOG: the verified source in the cache (source column).
+full_source() {
+  local tag=$1 log=$2 src
+  if [[ -f ${P2P_CACHE_DIR}/src/${tag}.pin ]] && build_sh "${log}" fetch "${tag}" --no-run; then
+    set_result "${tag}" source PASS "verified cache"
+  elif src=$(find_source "${tag}") && [[ -n ${src} ]]; then
+    if build_sh "${log}" fetch "${tag}" --source "${src}" --no-run; then
+      set_result "${tag}" source PASS "$(basename "${src}")"
+    else
+      fail_stage "${tag}" source "${log}"
+      return 1
+    fi
+  else
+    set_result "${tag}" source SKIP "no verified source for ${tag} on this machine: none cached, none in --git/--sources"
+    return 1
+  fi
+}
+
+# apply_light TAG: pins checked in --git, the family's files exported from
+# the pinned commit, the tag's series applied at fuzz 0 with quilt.
+apply_light() {
+  local tag=$1 dir tree rc=0
+  local log="${P2P_WORK_DIR}/logs/${tag}-apply.log"
+  local -a g=(git -c safe.directory='*' --git-dir="${M_GIT}") files
+  if ! tree=$("${g[@]}" rev-parse -q --verify "${V_COMMIT[${tag}]}^{tree}" 2>/dev/null); then
+    set_result "${tag}" source SKIP "$(basename "${M_GIT}") does not hold commit ${V_COMMIT[${tag}]}"
+    return 0
+  fi
+  if [[ ${tree} != "${V_TREE[${tag}]}" ]]; then
+    set_result "${tag}" source FAIL "commit ${V_COMMIT[${tag}]} has tree ${tree}, pinned ${V_TREE[${tag}]}"
+    return 0
+  fi
+  set_result "${tag}" source PASS "git ${V_COMMIT[${tag}]:0:12}, tree = pin"
+  dir="${P2P_WORK_DIR}/${tag}/light"
+  rm -rf -- "${dir}"
+  mkdir -p "${dir}/tree"
+  mapfile -t files < <(family_files "${tag}")
+  "${g[@]}" archive "${V_COMMIT[${tag}]}" -- "${files[@]}" 2>/dev/null | tar -x -C "${dir}/tree" 2>/dev/null || true
+  timed apply "${log}" light_quilt "${tag}" "${dir}" || rc=$?
+  if [[ ${rc} -eq 0 ]]; then
+    set_result "${tag}" apply PASS "$(grep -c . "${dir}/series" || true) patches"
+    rm -rf -- "${dir}"
+  else
+    fail_stage "${tag}" apply "${log}"
+  fi
+}
+
+# light_quilt TAG DIR: the checks of the patch stage and quilt at fuzz 0 on
+# DIR/tree (every step checked: this runs where errexit does not apply).
+light_quilt() {
+  local tag=$1 dir=$2 series unmet
+  series=$(tag_series "${tag}" "${dir}/tree") || return 1
+  printf '%s\n' "${series}" | grep . >"${dir}/series" || true
+  unmet=$(family_requires_unmet "${tag}" "${dir}/tree") || return 1
+  if [[ -n ${unmet} ]]; then
+    printf 'family %s does not fit %s: %s\n' "${V_FAMILY[${tag}]}" "${tag}" "${unmet}"
+    return 1
+  fi
+  [[ ! -s ${dir}/series ]] || quilt_in "${dir}/tree" "${tag}" "${dir}/series" push -a --fuzz=0
+}
+
+# family_files TAG: the files the family's patches and checks read.
+family_files() {
+  local dir name
+  dir=$(family_dir "$1")
+  {
+    sed -n -E 's|^\+\+\+ b/||p' "${dir}"/*.patch 2>/dev/null
+    sed -n -E 's/^X-Applied-Upstream-If:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}"/*.patch 2>/dev/null
+    sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}/modprobe.conf"
+  } | sort -u | while IFS= read -r name; do
+    [[ -n ${name} ]] && printf '%s\n' "${name}"
+  done
+}
+
+# find_source TAG: --git, a git repository holding the pinned commit, or a
+# tarball named after the tag, in --sources.
 find_source() {
   local tag=$1 f
+  if [[ -n ${M_GIT} ]] && git -c safe.directory='*' --git-dir="${M_GIT}" cat-file -e "${V_COMMIT[${tag}]}^{commit}" 2>/dev/null; then
+    printf '%s\n' "${M_GIT}"
+    return 0
+  fi
   [[ -n ${M_SOURCES} && -d ${M_SOURCES} ]] || return 1
   for f in "${M_SOURCES}"/*; do
     if is_git_repo "${f}" && git -c safe.directory='*' -C "${f}" cat-file -e "${V_COMMIT[${tag}]}^{commit}" 2>/dev/null; then
@@ -181,14 +425,52 @@ find_source() {
   return 1
 }
 
-fail_stage() {
-  local tag=$1 stage=$2 log=$3
-  set_result "${tag}" "${stage}" FAIL "log: ${log}"
-  tail -n 25 "${log}" | sed 's/^/    | /' >&2
+first_kernel_args() {
+  local k=${M_KERNELS[0]}
+  printf '%s\n%s\n' "--${k%%:*}" "${k#*:}"
+}
+
+# run_compile TAG: gate (a) on the first kernel.
+run_compile() {
+  local tag=$1 rc=0
+  local log="${P2P_WORK_DIR}/logs/${tag}-compile.log"
+  local -a kargs
+  mapfile -t kargs < <(first_kernel_args)
+  budget_allows "${tag}" compile compile || return 0
+  timed compile "${log}" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" \
+    build "${tag}" "${kargs[@]}" --units-only || rc=$?
+  if [[ ${rc} -eq 0 ]]; then
+    set_result "${tag}" compile PASS "$(grep -c '^ok ' "${log}" || true) units (${LAST_SECONDS} s)" "${LAST_SECONDS}"
+  else
+    fail_stage "${tag}" compile "${log}" "${LAST_SECONDS}"
+  fi
+}
+
+# run_full TAG: gate (b): every kernel, QEMU, bisect.
+run_full() {
+  local tag=$1 k label kind=build1 rc
+  local log="${P2P_WORK_DIR}/logs/${tag}"
+  for k in "${M_KERNELS[@]}"; do
+    label=$(kernel_label "${k}")
+    rc=0
+    if budget_allows "${tag}" "build:${label}" "${kind}"; then
+      timed "${kind}" "${log}-build-${label}.log" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" \
+        --work-dir "${P2P_WORK_DIR}" build "${tag}" "--${k%%:*}" "${k#*:}" || rc=$?
+      if [[ ${rc} -eq 0 ]]; then
+        set_result "${tag}" "build:${label}" PASS "5 modules, version ${tag}, vermagic ${label} (${LAST_SECONDS} s)" "${LAST_SECONDS}"
+      else
+        fail_stage "${tag}" "build:${label}" "${log}-build-${label}.log" "${LAST_SECONDS}"
+      fi
+    fi
+    kind=build
+  done
+  run_qemu "${tag}"
+  [[ ${M_BISECT} -eq 1 ]] && run_bisect "${tag}"
+  return 0
 }
 
 run_qemu() {
-  local tag=$1 krel mods log
+  local tag=$1 krel mods log rc image busybox
   for krel in "${M_QEMU[@]+"${M_QEMU[@]}"}"; do
     mods="${P2P_WORK_DIR}/${tag}/modules-${krel}"
     log="${P2P_WORK_DIR}/logs/${tag}-load-${krel}.log"
@@ -196,15 +478,16 @@ run_qemu() {
       set_result "${tag}" "load:${krel}" SKIP "no modules built for ${krel}"
       continue
     fi
-    local rc=0 image busybox
+    budget_allows "${tag}" "load:${krel}" load || continue
     image=$(cached_deb "linux-image-${krel}") || image=""
     busybox=$(cached_deb busybox-static) || busybox=""
-    "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
-      ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} >"${log}" 2>&1 || rc=$?
+    rc=0
+    timed load "${log}" "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
+      ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} || rc=$?
     case ${rc} in
-    0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" ;;
+    0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" "${LAST_SECONDS}" ;;
     77) set_result "${tag}" "load:${krel}" SKIP "$(tail -n 1 "${log}")" ;;
-    *) fail_stage "${tag}" "load:${krel}" "${log}" ;;
+    *) fail_stage "${tag}" "load:${krel}" "${log}" "${LAST_SECONDS}" ;;
     esac
   done
 }
@@ -234,7 +517,7 @@ cached_deb() {
 # full build for the first kernel, pop one patch at a time and rebuild
 # incrementally.
 run_bisect() {
-  local tag=$1 first bdir series stamp krel syssrc sysout n log
+  local tag=$1 first bdir log rc=0
   first=$(kernel_label "${M_KERNELS[0]}")
   bdir="${P2P_WORK_DIR}/${tag}/build-${first}"
   log="${P2P_WORK_DIR}/logs/${tag}-bisect.log"
@@ -242,29 +525,42 @@ run_bisect() {
     set_result "${tag}" bisect SKIP "no build for ${first}"
     return 0
   fi
+  budget_allows "${tag}" bisect bisect || return 0
+  timed bisect "${log}" bisect_tree "${tag}" "${bdir}" || rc=$?
+  if [[ ${rc} -eq 0 ]]; then
+    set_result "${tag}" bisect PASS "every prefix of $(grep -c . "${P2P_WORK_DIR}/${tag}/series") patches builds (${first}, ${LAST_SECONDS} s)" "${LAST_SECONDS}"
+  else
+    fail_stage "${tag}" bisect "${log}" "${LAST_SECONDS}"
+  fi
+}
+
+# bisect_tree TAG BDIR: pop the patches of a copy of BDIR one by one,
+# rebuilding (with the compiler of the build) and checking the modules after
+# each. Runs in a subshell (timed), where errexit does not apply: every step
+# is checked.
+bisect_tree() {
+  local tag=$1 bdir=$2 series krel syssrc sysout n cc
   read -r _ krel syssrc sysout <"${bdir}/${BUILD_STAMP}" || true # no trailing newline
   rm -rf "${bdir}.bisect"
-  cp -a "${bdir}" "${bdir}.bisect"
+  cp -a "${bdir}" "${bdir}.bisect" || return 1
   series="${P2P_WORK_DIR}/${tag}/series"
-  family_series "${tag}" >"${series}"
+  tag_series "${tag}" >"${series}" || return 1
+  P2P_KREL=${krel}
+  cc=$(kernel_cc "${sysout}")
+  [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1 && cc="ccache ${cc}" &&
+    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
   n=$(wc -l <"${series}")
-  : >"${log}"
   while [[ ${n} -gt 1 ]]; do
-    quilt_in "${bdir}.bisect" "${tag}" "${series}" pop -q >>"${log}" 2>&1
+    quilt_in "${bdir}.bisect" "${tag}" "${series}" pop -q || return 1
     n=$((n - 1))
-    printf '== first %s patches: %s\n' "${n}" "$(head -n "${n}" "${series}" | tail -n 1)" >>"${log}"
-    if ! make -C "${bdir}.bisect" modules "-j$(nproc_or_1)" "SYSSRC=${syssrc}" "SYSOUT=${sysout}" >>"${log}" 2>&1; then
-      fail_stage "${tag}" bisect "${log}"
-      return 0
-    fi
-    check_modules "${bdir}.bisect/kernel-open" "${tag}" "${krel}" >>"${log}" 2>&1 || {
-      fail_stage "${tag}" bisect "${log}"
-      return 0
-    }
+    printf '== first %s patches: %s\n' "${n}" "$(head -n "${n}" "${series}" | tail -n 1)"
+    make -C "${bdir}.bisect" modules "-j$(nproc_or_1)" "SYSSRC=${syssrc}" "SYSOUT=${sysout}" "CC=${cc}" || return 1
+    check_modules "${bdir}.bisect/kernel-open" "${tag}" "${krel}" || return 1
   done
   rm -rf "${bdir}.bisect"
-  set_result "${tag}" bisect PASS "every prefix of $(wc -l <"${series}") patches builds (${first})"
 }
+
+# --- report -----------------------------------------------------------------------
 
 summary() {
   local tag c r w=12

@@ -4,12 +4,21 @@
 #
 # `series` (top level) lists every patch name in apply order. A family
 # (patches/<family>/, chosen per tag in versions.conf) provides its own variant
-# of each patch under the same name. Every p2p-* patch is required in every
-# family; a compat-* patch may be absent where the family's source does not
-# need it. Every file in a family must be named in `series`.
+# of each patch under the same name, or names it in its dropped.conf with the
+# reason (upstream already does it; the family's kernels do not need it), so
+# no patch is ever missing by accident. Every file in a family must be named
+# in `series`.
+#
+# A compat-* patch that backports an upstream fix may say where upstream has
+# it, in its DEP-3 header:
+#   X-Applied-Upstream-If: <file> <string>
+# It is then left out for a tag whose pristine source has <string> in <file>
+# (release order is not version order: a fix can be in 580.94.16 and not in
+# 580.95.05). p2p-* patches are never left out that way.
 
 readonly PATCH_NAME_RE='^(compat|p2p)-[0-9]{4}-[a-z0-9][a-z0-9.-]*\.patch$'
 readonly PATCHED_STAMP=".nvidia-p2p-patched"
+readonly DROPPED_FILE="dropped.conf"
 
 help_patch() {
   cat <<'EOF'
@@ -41,17 +50,32 @@ cmd_patch() {
 
 default_patched_dir() { printf '%s/%s/patched\n' "${P2P_WORK_DIR}" "$1"; }
 
-family_dir() { printf '%s/patches/%s\n' "${P2P_DATA_DIR}" "${V_FAMILY[$1]}"; }
+# Set by rebase only: the patch directory of a family on trial, per tag.
+declare -gA V_FAMILY_DIR=()
 
-# family_series TAG: print the tag's family series (the master series filtered
-# to the patches the family provides), after checking the rules above.
-family_series() {
-  local tag=$1 dir master name file
-  local -A listed=()
+# family_dir TAG: the tag's patch directory (rebase points a tag at a family
+# on trial through V_FAMILY_DIR).
+family_dir() {
+  if [[ -n ${V_FAMILY_DIR[$1]:-} ]]; then
+    printf '%s\n' "${V_FAMILY_DIR[$1]}"
+  else
+    printf '%s/patches/%s\n' "${P2P_DATA_DIR}" "${V_FAMILY[$1]}"
+  fi
+}
+
+# family_patches TAG: the family's patches in series order, after checking the
+# rules above (EX_DATA when one is broken).
+family_patches() {
+  local tag=$1 dir master name file drops
+  local -A listed=() dropped=()
   dir=$(family_dir "${tag}")
   master="${P2P_DATA_DIR}/series"
   [[ -r ${master} ]] || die "${EX_DATA}" "cannot read ${master}"
   [[ -d ${dir} ]] || die "${EX_DATA}" "no patch directory ${dir} for family ${V_FAMILY[${tag}]} (tag ${tag})"
+  drops=$(family_dropped "${dir}") || exit "$?"
+  while IFS=$'\t' read -r name _; do
+    [[ -n ${name} ]] && dropped[${name}]=1
+  done <<<"${drops}"
   while IFS= read -r name || [[ -n ${name} ]]; do
     name=${name%%#*}
     name=${name//[[:space:]]/}
@@ -60,23 +84,96 @@ family_series() {
     [[ -z ${listed[${name}]+x} ]] || die "${EX_DATA}" "${master}: '${name}' listed twice"
     listed[${name}]=1
     if [[ -f ${dir}/${name} ]]; then
+      [[ -z ${dropped[${name}]+x} ]] ||
+        die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has ${name} and also names it in ${DROPPED_FILE}"
+      applied_upstream_check "${dir}/${name}" >/dev/null
       printf '%s\n' "${name}"
-    elif [[ ${name} == p2p-* ]]; then
-      die "${EX_DATA}" "family ${V_FAMILY[${tag}]} lacks ${name} (every p2p patch is required)"
+    elif [[ -z ${dropped[${name}]+x} ]]; then
+      die "${EX_DATA}" "family ${V_FAMILY[${tag}]} lacks ${name} and does not say why in ${dir}/${DROPPED_FILE}"
     fi
   done <"${master}"
+  for name in "${!dropped[@]}"; do
+    [[ -n ${listed[${name}]+x} ]] || die "${EX_DATA}" "${dir}/${DROPPED_FILE}: '${name}' is not named in ${master}"
+  done
   for file in "${dir}"/*.patch; do
     [[ -e ${file} ]] || continue
     [[ -n ${listed[${file##*/}]+x} ]] || die "${EX_DATA}" "${file} is not named in ${master}"
   done
 }
 
-# series_fingerprint TAG: sha256 over the family's patch names and contents, so
-# a patched tree or a build can tell whether it is current.
+# family_dropped DIR: "<patch>\t<reason>" for each patch the family leaves
+# out on purpose (DIR/dropped.conf: a patch name and the reason, per line).
+family_dropped() {
+  local file="$1/${DROPPED_FILE}" name reason lineno=0
+  [[ -e ${file} ]] || return 0
+  while read -r name reason || [[ -n ${name} ]]; do
+    lineno=$((lineno + 1))
+    [[ -z ${name} || ${name} == \#* ]] && continue
+    [[ ${name} =~ ${PATCH_NAME_RE} ]] || die "${EX_DATA}" "${file}:${lineno}: bad patch name '${name}'"
+    [[ -n ${reason} ]] || die "${EX_DATA}" "${file}:${lineno}: ${name} is dropped without a reason"
+    printf '%s\t%s\n' "${name}" "${reason}"
+  done <"${file}"
+}
+
+# applied_upstream_check PATCHFILE: "<file> <string>" from the patch's
+# X-Applied-Upstream-If header field, or nothing.
+applied_upstream_check() {
+  local patch=$1 line
+  line=$(sed -n -E '/^--- /q; s/^X-Applied-Upstream-If:[[:space:]]*//p' "${patch}" | head -n 1)
+  [[ -n ${line} ]] || return 0
+  [[ ${patch##*/} == compat-* ]] ||
+    die "${EX_DATA}" "${patch}: X-Applied-Upstream-If is for compat patches only; a p2p patch is never left out silently"
+  [[ ${line} =~ ^[A-Za-z0-9._/+-]+[[:space:]]+[^[:space:]]+$ ]] ||
+    die "${EX_DATA}" "${patch}: X-Applied-Upstream-If needs '<file> <string>', found '${line}'"
+  printf '%s\n' "${line}"
+}
+
+# upstream_has SRC PATCHFILE: true when SRC already carries the fix PATCHFILE
+# backports (its X-Applied-Upstream-If check matches).
+upstream_has() {
+  local src=$1 check file string
+  check=$(applied_upstream_check "$2") || exit "$?"
+  [[ -n ${check} ]] || return 1
+  read -r file string <<<"${check}"
+  grep -q -F -- "${string}" "${src}/${file}" 2>/dev/null
+}
+
+# tag_series TAG [SRC]: the patches to apply to TAG: its family's, less the
+# compat patches SRC (default: the cached source) already carries.
+tag_series() {
+  local tag=$1 src=${2:-$(cache_src_dir "$1")} dir names name
+  dir=$(family_dir "${tag}")
+  names=$(family_patches "${tag}") || exit "$?"
+  while IFS= read -r name; do
+    [[ -n ${name} ]] || continue
+    upstream_has "${src}" "${dir}/${name}" || printf '%s\n' "${name}"
+  done <<<"${names}"
+}
+
+# family_requires_unmet TAG SRC: what SRC lacks of the definitions the
+# family's modprobe.conf relies on, one per line ("" when all are there). A
+# "# requires: <file> <NAME> <VALUE>" comment there says that the registry
+# keys only select BAR1 P2P where <file> has "#define <NAME> <VALUE>": a
+# renumbered key would otherwise silently give no P2P.
+family_requires_unmet() {
+  local tag=$1 src=$2 conf file name value
+  conf="$(family_dir "${tag}")/modprobe.conf"
+  [[ -r ${conf} ]] || die "${EX_DATA}" "missing ${conf}"
+  while read -r file name value; do
+    [[ -n ${value} && ${file} =~ ^[A-Za-z0-9._/-]+$ && ${name} =~ ^[A-Za-z0-9_]+$ ]] ||
+      die "${EX_DATA}" "${conf}: '# requires:' needs <file> <NAME> <VALUE>"
+    grep -q -E "^#[[:space:]]*define[[:space:]]+${name}[[:space:]]+\(?${value//./\\.}\)?([[:space:]]|$)" \
+      "${src}/${file}" 2>/dev/null ||
+      printf '%s has no "#define %s %s" (the registry numbering modprobe.conf relies on)\n' "${file}" "${name}" "${value}"
+  done < <(sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*//p' "${conf}")
+}
+
+# series_fingerprint TAG: sha256 over the patches applied to the tag (names and
+# contents), so a patched tree or a build can tell whether it is current.
 series_fingerprint() {
   local tag=$1 dir names name
   dir=$(family_dir "${tag}")
-  names=$(family_series "${tag}") || exit "$?"
+  names=$(tag_series "${tag}") || exit "$?"
   {
     printf 'tag=%s family=%s core=%s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_CORE[${tag}]}"
     while IFS= read -r name; do
@@ -85,20 +182,31 @@ series_fingerprint() {
   } | sha256sum | cut -d' ' -f1
 }
 
-# quilt_in DIR TAG SERIESFILE ARGS...: quilt with explicit settings only.
-quilt_in() {
-  local dir=$1 tag=$2 series=$3
+# quilt_run DIR PATCHDIR SERIESFILE ARGS...: quilt in DIR with explicit
+# settings only (no quiltrc, patches from PATCHDIR, the given series file).
+quilt_run() {
+  local dir=$1 patches=$2 series=$3
   shift 3
-  (cd "${dir}" && env LC_ALL=C QUILT_PATCHES="$(family_dir "${tag}")" QUILT_SERIES="${series}" \
+  (cd "${dir}" && env LC_ALL=C QUILT_PATCHES="${patches}" QUILT_SERIES="${series}" \
     QUILT_PC=.pc quilt --quiltrc - "$@")
+}
+
+# quilt_in DIR TAG SERIESFILE ARGS...: quilt_run with the tag's family.
+quilt_in() {
+  quilt_run "$1" "$(family_dir "$2")" "$3" "${@:4}"
 }
 
 # patch_tree TAG OUT: sets P2P_PATCHED_DIR to a tree with the series applied.
 P2P_PATCHED_DIR=""
 patch_tree() {
-  local tag=$1 out=$2 fingerprint tmp rc=0
+  local tag=$1 out=$2 fingerprint series tmp rc=0
   need_cmd quilt quilt
-  fingerprint=$(series_fingerprint "${tag}")
+  series=$(tag_series "${tag}") || exit "$?"
+  fingerprint=$(series_fingerprint "${tag}") || exit "$?"
+  local unmet
+  unmet=$(family_requires_unmet "${tag}" "$(cache_src_dir "${tag}")") || exit "$?"
+  [[ -z ${unmet} || ${P2P_DRY_RUN} -eq 1 ]] ||
+    die "${EX_PATCH}" "family ${V_FAMILY[${tag}]} does not fit ${tag}: ${unmet//$'\n'/; }"
   P2P_PATCHED_DIR=${out}
   if [[ -e ${out} ]]; then
     if [[ -f ${out}/${PATCHED_STAMP} && "$(cat "${out}/${PATCHED_STAMP}")" == "${fingerprint}" ]]; then
@@ -108,16 +216,16 @@ patch_tree() {
     [[ -f ${out}/${PATCHED_STAMP} ]] ||
       die "${EX_USAGE}" "--out ${out} exists and is not a tree patched by build.sh; choose a new directory"
   fi
-  stage patch "${tag}: family ${V_FAMILY[${tag}]}, $(family_series "${tag}" | wc -l) patches, fuzz 0"
+  stage patch "${tag}: family ${V_FAMILY[${tag}]}, $(grep -c . <<<"${series}") patches, fuzz 0"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would apply to a copy of %s, into %s:\n' "$(cache_src_dir "${tag}")" "${out}"
-    family_series "${tag}" | sed 's/^/  /'
+    printf '  %s\n' "${series//$'\n'/$'\n'  }"
     return 0
   fi
   mkdir -p "$(dirname "${out}")"
   mk_temp_dir "$(dirname "${out}")"
   tmp=${P2P_TMP}
-  family_series "${tag}" >"${tmp}/series"
+  printf '%s\n' "${series}" | grep . >"${tmp}/series" || true
   cp -a -- "$(cache_src_dir "${tag}")" "${tmp}/tree"
   quilt_in "${tmp}/tree" "${tag}" "${tmp}/series" push -a --fuzz=0 -q >>"${tmp}/quilt.log" 2>&1 || rc=$?
   if [[ ${rc} -eq 2 && ! -s ${tmp}/series ]]; then

@@ -4,13 +4,18 @@
 
 readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
 readonly BUILD_STAMP=".nvidia-p2p-build"
+# Measured on 2 cores (README.md, "What was verified"): shown while building.
+readonly P2P_BUILD_ESTIMATE="measured on 2 cores: about 10 minutes with an empty ccache, 3 with a warm one"
 
 help_build() {
   cat <<'EOF'
 Usage: build.sh build <tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--no-ccache]
+                           [--units-only]
 
 Build the patched modules of <tag> for one kernel (default: the running one),
-patching first if needed. Uses ccache when installed, and -j<number of CPUs>.
+patching first if needed. Uses ccache when installed, and -j<number of CPUs>,
+and the compiler the kernel was built with (CONFIG_CC_VERSION_TEXT) when it
+is installed.
 
   --kernel KVER      build for installed kernel headers /lib/modules/KVER/build
                      (Debian: package linux-headers-KVER)
@@ -20,6 +25,11 @@ patching first if needed. Uses ccache when installed, and -j<number of CPUs>.
                      also when extracted somewhere other than /usr/src), or a
                      full kernel tree
   --no-ccache        do not use ccache
+  --units-only       a quick check instead of a build: compile only the
+                     translation units the series changes, with upstream's own
+                     build rules and flags (the RM objects in seconds; a
+                     kernel-open object also runs the kernel's conftests, about
+                     2 minutes); no modules are made
 
 The five modules (nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm,
 nvidia-peermem) are checked: modinfo version must equal <tag> and vermagic
@@ -31,10 +41,14 @@ cmd_build() {
   local tag=""
   parse_stage_args build tag "$@"
   require_tag "${tag}"
-  resolve_kernel
+  [[ ${P2P_UNITS_ONLY} -eq 1 ]] || resolve_kernel
   cache_lock
   fetch_source "${tag}"
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  if [[ ${P2P_UNITS_ONLY} -eq 1 ]]; then
+    compile_units "${tag}"
+    return 0
+  fi
   build_modules "${tag}"
   printf '%s\n' "${P2P_MODULES_DIR}"
 }
@@ -107,9 +121,10 @@ kernel_release_of() {
 }
 
 # resolve_kernel_src DIR: a kernel output directory. Debian's -amd64 header
-# directory starts its Makefile with "include <-common>/Makefile"; when that
-# path does not exist (headers extracted from .debs elsewhere) the -common
-# sibling is used through a shadow copy of DIR with the include fixed.
+# directory has "include <-common>/Makefile" in its Makefile (on line 1 up to
+# 6.12; from 7.x after a "KBUILD_OUTPUT=<itself>" line); when that path does
+# not exist (headers extracted from .debs elsewhere) the -common sibling is
+# used through a shadow copy of DIR with both lines fixed.
 resolve_kernel_src() {
   local dir inc common
   dir=$(readlink -f "$1") || die "${EX_PREFLIGHT}" "--kernel-src $1: no such directory"
@@ -122,7 +137,7 @@ resolve_kernel_src() {
     P2P_SYSSRC=$(readlink -f "${dir}/source")
     return 0
   fi
-  inc=$(sed -n -E '1s/^include[[:space:]]+(.*)\/Makefile[[:space:]]*$/\1/p' "${dir}/Makefile")
+  inc=$(sed -n -E 's/^include[[:space:]]+(.*)\/Makefile[[:space:]]*$/\1/p' "${dir}/Makefile" | head -n 1)
   [[ -n ${inc} ]] || return 0
   if [[ -f ${inc}/Makefile ]]; then
     P2P_SYSSRC=${inc}
@@ -135,8 +150,9 @@ resolve_kernel_src() {
   P2P_SYSOUT=$(shadow_sysout "${dir}" "${common}")
 }
 
-# shadow_sysout DIR COMMON: copy of DIR whose Makefile includes COMMON and
-# whose top-level symlinks (scripts, tools) point where the originals do.
+# shadow_sysout DIR COMMON: copy of DIR whose Makefile includes COMMON (and
+# names the copy as its KBUILD_OUTPUT), and whose top-level symlinks (scripts,
+# tools) point where the originals do.
 shadow_sysout() {
   local dir=$1 common=$2 shadow link
   shadow="${P2P_WORK_DIR}/kernels/$(basename "${dir}")"
@@ -147,29 +163,65 @@ shadow_sysout() {
     while IFS= read -r link; do
       ln -sfn -- "$(readlink -f "${dir}/${link##*/}")" "${link}"
     done < <(find "${shadow}" -mindepth 1 -maxdepth 1 -type l)
-    printf 'include %s/Makefile\n' "${common}" >"${shadow}/Makefile"
+    sed -E -e "s|^include[[:space:]]+.*/Makefile[[:space:]]*\$|include ${common}/Makefile|" \
+      -e "s|^KBUILD_OUTPUT[[:space:]]*:?=.*|KBUILD_OUTPUT=${shadow}|" "${dir}/Makefile" >"${shadow}/Makefile"
   fi
   printf '%s\n' "${shadow}"
+}
+
+# kernel_cc SYSOUT: the C compiler to build with: the one the kernel was built
+# with (the first word of CONFIG_CC_VERSION_TEXT, e.g. gcc-14) when it is
+# installed, else ${CC:-gcc}, with a warning when the kernel names another.
+kernel_cc() {
+  local text="" cc
+  if [[ -r $1/.config ]]; then
+    text=$(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="([^" ]+).*/\1/p' "$1/.config" | head -n 1)
+  fi
+  if [[ -n ${text} && -n ${CC:-} && ${CC} != "${text}" ]]; then
+    warn "CC=${CC}, but kernel ${P2P_KREL} was built with ${text}"
+  elif [[ -n ${text} ]] && command -v "${text}" >/dev/null 2>&1; then
+    printf '%s\n' "${text}"
+    return 0
+  elif [[ -n ${text} ]]; then
+    warn "kernel ${P2P_KREL} was built with ${text}, which is not installed; using ${CC:-gcc} (modules built with another compiler may not load or may misbehave)"
+  fi
+  printf '%s\n' "${CC:-gcc}"
+}
+
+# compiler_id CC: what the build stamp records of the compilers: the C
+# compiler's first version line, and the C++ compiler's (nvidia-modeset).
+compiler_id() {
+  local cc=$1 c cxx
+  c=$("${cc}" --version 2>/dev/null | head -n 1) || c=""
+  cxx=$("${CXX:-g++}" --version 2>/dev/null | head -n 1) || cxx=""
+  printf '%s|%s|%s' "${cc}" "${c:-unknown}" "${cxx:-no C++ compiler}"
 }
 
 # build_modules TAG: build in <work>/<tag>/build-<krel> (a copy of the patched
 # tree, reused while it is current) and set P2P_MODULES_DIR to the checked modules.
 P2P_MODULES_DIR=""
 build_modules() {
-  local tag=$1 bdir stamp jobs rc=0
+  local tag=$1 bdir stamp jobs cc fingerprint rc=0
   local -a make_args
   need_cmd make make
   need_cmd modinfo kmod
   bdir="${P2P_WORK_DIR}/${tag}/build-${P2P_KREL}"
   P2P_MODULES_DIR="${P2P_WORK_DIR}/${tag}/modules-${P2P_KREL}"
-  stamp="$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true) ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT}"
+  cc=$(kernel_cc "${P2P_SYSOUT}")
+  # The patched tree and the compilers: objects of another kernel's build are
+  # reused only when both are the same (never across compilers).
+  fingerprint=$(printf '%s %s' "$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true)" \
+    "$(compiler_id "${cc}")" | sha256sum | cut -d' ' -f1)
+  stamp="${fingerprint} ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT}"
   jobs=$(nproc_or_1)
   make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}")
   if [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1; then
-    make_args+=("CC=ccache ${CC:-gcc}")
+    make_args+=("CC=ccache ${cc}")
     export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  else
+    make_args+=("CC=${cc}")
   fi
-  stage build "${tag} for ${P2P_KREL} (-j${jobs}; about 3-4 minutes on 2 cores, less with a warm ccache)"
+  stage build "${tag} for ${P2P_KREL} with ${cc} (-j${jobs}; ${P2P_BUILD_ESTIMATE})"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     printf 'would check %s in %s and copy them to %s\n' "${P2P_MODULES}" "${bdir}/kernel-open" "${P2P_MODULES_DIR}"
@@ -178,7 +230,7 @@ build_modules() {
   if [[ ! -f ${bdir}/${BUILD_STAMP} || "$(cat "${bdir}/${BUILD_STAMP}")" != "${stamp}" ]]; then
     rm -rf -- "${bdir}" "${P2P_MODULES_DIR}"
     mkdir -p "$(dirname "${bdir}")"
-    new_build_tree "${tag}" "${bdir}" "${stamp%% *}" "${make_args[@]:3}"
+    new_build_tree "${tag}" "${bdir}" "${fingerprint}" "${make_args[@]:3}"
     printf '%s' "${stamp}" >"${bdir}/${BUILD_STAMP}"
   fi
   run_logged make "${make_args[@]}" || rc=$?
@@ -236,4 +288,86 @@ check_modules() {
     [[ ${vermagic%% *} == "${krel}" ]] || die "${EX_BUILD}" "${m}.ko has vermagic '${vermagic}', expected kernel ${krel}"
     verbose "${m}.ko: version ${version}, vermagic ${vermagic}"
   done
+}
+
+# changed_units TAG: the translation units (.c files) the tag's series changes,
+# one path per line, relative to the source tree.
+changed_units() {
+  local tag=$1 dir names name
+  dir=$(family_dir "${tag}")
+  names=$(tag_series "${tag}") || exit "$?"
+  while IFS= read -r name; do
+    [[ -n ${name} ]] && sed -n -E 's|^\+\+\+ b/(.*\.c)$|\1|p' "${dir}/${name}"
+  done <<<"${names}" | sort -u
+}
+
+# compile_units TAG: gate (a). In a copy of the patched tree, compile each
+# changed unit with upstream's own rules: src/<component>/**/x.c through its
+# Makefile's object target _out/Linux_x86_64/x.o; kernel-open/<mod>/x.c
+# through kbuild's single-object target (after the tag's conftests) for the
+# resolved kernel. EX_BUILD when one fails. Prints one line per unit.
+compile_units() {
+  local tag=$1 tree units unit comp cc rc=0
+  local -a kobjs=()
+  need_cmd make make
+  units=$(changed_units "${tag}") || exit "$?"
+  # A kernel is needed for kernel-open units only.
+  grep -q '^kernel-open/' <<<"${units}" && resolve_kernel
+  cc=$(kernel_cc "${P2P_SYSOUT:-/nonexistent}")
+  [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1 && cc="ccache ${cc}" &&
+    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  stage compile "${tag}: $(grep -c . <<<"${units}") changed translation units with ${cc}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would compile in a copy of %s:\n' "${P2P_PATCHED_DIR}"
+    printf '  %s\n' "${units//$'\n'/$'\n'  }"
+    return 0
+  fi
+  tree="${P2P_WORK_DIR}/${tag}/units"
+  rm -rf -- "${tree}"
+  cp -a -- "${P2P_PATCHED_DIR}" "${tree}"
+  while IFS= read -r unit; do
+    [[ -n ${unit} ]] || continue
+    case ${unit} in
+    src/*)
+      comp=${unit#src/}
+      comp=${comp%%/*}
+      if run_logged make -C "${tree}/src/${comp}" "CC=${cc}" "_out/Linux_x86_64/$(basename "${unit%.c}").o"; then
+        printf 'ok    %s\n' "${unit}"
+      else
+        printf 'FAIL  %s\n' "${unit}"
+        rc=1
+      fi
+      ;;
+    kernel-open/*) kobjs+=("${unit#kernel-open/}") ;;
+    esac
+  done <<<"${units}"
+  if [[ ${#kobjs[@]} -gt 0 ]]; then
+    compile_kernel_open_units "${tree}" "${cc}" "${kobjs[@]}" || rc=1
+  fi
+  if [[ ${rc} -ne 0 ]]; then
+    show_build_errors
+    die "${EX_BUILD}" "a changed translation unit of ${tag} does not compile; full log: ${P2P_LOG_FILE:-none}"
+  fi
+  rm -rf -- "${tree}"
+}
+
+# compile_kernel_open_units TREE CC UNIT...: kbuild's single-object targets,
+# with the variables kernel-open/Makefile passes to kbuild.
+compile_kernel_open_units() {
+  local tree=$1 cc=$2 unit
+  shift 2
+  local -a objs=() mods=() kb=(-C "${P2P_SYSSRC}" "M=${tree}/kernel-open" "ARCH=$(uname -m)"
+    "NV_KERNEL_SOURCES=${P2P_SYSSRC}" "NV_KERNEL_OUTPUT=${P2P_SYSOUT}" "CC=${cc}" "-j$(nproc_or_1)")
+  [[ ${P2P_SYSOUT} != "${P2P_SYSSRC}" ]] && kb+=("KBUILD_OUTPUT=${P2P_SYSOUT}")
+  for unit in "$@"; do
+    objs+=("${unit%.c}.o")
+    [[ " ${mods[*]-} " == *" ${unit%%/*} "* ]] || mods+=("${unit%%/*}")
+  done
+  verbose "kernel-open units for ${P2P_KREL}: ${objs[*]} (runs the conftests first)"
+  local verdict=ok rc=0
+  run_logged make "${kb[@]}" "NV_KERNEL_MODULES=${mods[*]}" "${objs[@]}" || { verdict=FAIL && rc=1; }
+  for unit in "$@"; do
+    printf '%-5s kernel-open/%s (kernel %s)\n' "${verdict}" "${unit}" "${P2P_KREL}"
+  done
+  return "${rc}"
 }

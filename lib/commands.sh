@@ -87,27 +87,62 @@ help_list() {
   cat <<'EOF'
 Usage: build.sh list
 
-One line per supported tag: tag, patch family, what this project has verified
-for it (apply = series applies at fuzz 0, build = modules compile,
-load = module init ran in a VM; no tag has been verified on consumer GPU
-hardware), and whether a verified source and .run are in this machine's cache.
+The supported tags, grouped by patch family (oldest first). For each family:
+its tags, the patches it carries and the ones it leaves out. For each tag:
+what this project verified for it (versions.conf, column "tested"):
+  apply        the series applies at fuzz 0
+  compile      every translation unit the series changes compiles
+  build:<k>    all five modules build against Debian's kernel series <k>
+  load:<k>     nvidia.ko's init ran under QEMU on that kernel
+  bisect       every prefix of the series builds
+No tag has been verified on consumer GPU hardware. Also shown: whether a
+verified source and the .run are in this machine's cache.
 EOF
 }
 
 cmd_list() {
-  local extra="" tag src run
+  local extra="" tag fam src run
+  local -a families=()
   parse_stage_args list extra "$@"
   [[ -z ${extra} ]] || die "${EX_USAGE}" "list takes no tag"
   versions_load
-  printf '%-12s %-8s %-18s %-7s %s\n' TAG FAMILY VERIFIED SOURCE RUN
   for tag in "${V_TAGS[@]}"; do
-    src=no
-    [[ -f "$(cache_src_dir "${tag}").pin" ]] && src=cached
-    run=no
-    [[ -f $(cache_run_file "${tag}") ]] && run=cached
-    [[ ${V_RUN_SHA[${tag}]} == unknown && ${run} == no ]] && run="sha256 unknown"
-    printf '%-12s %-8s %-18s %-7s %s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_TESTED[${tag}]}" "${src}" "${run}"
+    [[ " ${families[*]-} " == *" ${V_FAMILY[${tag}]} "* ]] || families+=("${V_FAMILY[${tag}]}")
   done
+  for fam in "${families[@]}"; do
+    list_family "${fam}"
+    printf '  %-12s %-52s %-7s %s\n' TAG VERIFIED SOURCE RUN
+    for tag in "${V_TAGS[@]}"; do
+      [[ ${V_FAMILY[${tag}]} == "${fam}" ]] || continue
+      src=no
+      [[ -f "$(cache_src_dir "${tag}").pin" ]] && src=cached
+      run=no
+      [[ -f $(cache_run_file "${tag}") ]] && run=cached
+      [[ ${V_RUN_SHA[${tag}]} == unknown && ${run} == no ]] && run="sha256 unknown"
+      printf '  %-12s %-52s %-7s %s\n' "${tag}" "${V_TESTED[${tag}]}" "${src}" "${run}"
+    done
+  done
+}
+
+# list_family FAMILY: its heading: tags, the patches carried and left out.
+list_family() {
+  local fam=$1 tag first="" last="" n=0 patches dropped
+  for tag in "${V_TAGS[@]}"; do
+    [[ ${V_FAMILY[${tag}]} == "${fam}" ]] || continue
+    n=$((n + 1))
+    [[ -n ${first} ]] || first=${tag}
+    last=${tag}
+  done
+  patches=$(family_patches "${first}") || exit "$?"
+  dropped=$(family_dropped "$(family_dir "${first}")" | cut -f1) || exit "$?"
+  printf '\nfamily %s: %s tag%s, %s .. %s\n' "${fam}" "${n}" "$([[ ${n} -eq 1 ]] || printf s)" "${first}" "${last}"
+  printf '  patches: %s\n' "$(short_names "${patches}")"
+  [[ -z ${dropped} ]] || printf '  left out (see patches/%s/%s): %s\n' "${fam}" "${DROPPED_FILE}" "$(short_names "${dropped}")"
+}
+
+# short_names LIST: "p2p-0001 p2p-0002 ..." from patch file names, on one line.
+short_names() {
+  sed -E 's/^((compat|p2p)-[0-9]{4}).*/\1/' <<<"$1" | tr '\n' ' ' | sed 's/ $//'
 }
 
 help_check() {
@@ -115,20 +150,32 @@ help_check() {
 Usage: build.sh check <tag>
 
 Exit 0 when <tag> is supported (listed in versions.conf with a complete patch
-family), 3 when it is not, 4 when the data for it is malformed. Prints the
-tag's family and patch list.
+family), 3 when it is not (a release newer than versions.conf knows can be
+added with `build.sh rebase <tag>`), 4 when the data for it is malformed.
+Prints the tag's family, what was verified, the patches it gets (a compat
+patch is left out where upstream already has its fix), and the patches its
+family leaves out, with the reason.
 EOF
 }
 
 cmd_check() {
-  local tag=""
+  local tag="" patches dir name reason upstream
   parse_stage_args check tag "$@"
   require_tag "${tag}"
-  local patches
-  patches=$(family_series "${tag}")
-  [[ -r "$(family_dir "${tag}")/modprobe.conf" ]] || die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has no modprobe.conf"
+  dir=$(family_dir "${tag}")
+  patches=$(family_patches "${tag}") || exit "$?"
+  [[ -r ${dir}/modprobe.conf ]] || die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has no modprobe.conf"
   printf '%s: supported, family %s, .run sha256 %s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_RUN_SHA[${tag}]}"
-  printf '  %s\n' "${patches//$'\n'/$'\n'  }"
+  printf '  verified: %s\n' "${V_TESTED[${tag}]}"
+  while IFS= read -r name; do
+    [[ -n ${name} ]] || continue
+    upstream=$(applied_upstream_check "${dir}/${name}") || exit "$?"
+    printf '  %s%s\n' "${name}" "${upstream:+  (left out where upstream has it: ${upstream})}"
+  done <<<"${patches}"
+  while IFS=$'\t' read -r name reason; do
+    [[ -n ${name} ]] && printf '  left out: %s: %s\n' "${name}" "${reason}"
+  done < <(family_dropped "${dir}")
+  return 0
 }
 
 help_verify() {
@@ -186,8 +233,9 @@ Commands:
   uninstall         remove what install put in place
   preflight         report P2P-relevant facts about this machine
   verify            build and run the P2P verification tool
-  list              supported tags, their family and what is verified
+  list              supported tags by family, and what is verified for each
   check <tag>       exit 0 if <tag> is supported
+  rebase <tag>      bring a release versions.conf does not list into support
   help [command]    this text, a command's help, or `help exit-codes`
 
 Global options:
@@ -211,8 +259,8 @@ cmd_help() {
   case ${topic} in
   "") usage ;;
   exit-codes) help_exit_codes ;;
-  fetch | patch | build | install | uninstall | preflight | verify | list | check) "help_${topic}" ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check)" ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase)" ;;
   esac
 }

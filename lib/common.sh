@@ -181,6 +181,12 @@ mk_temp_dir() {
   P2P_TEMPS+=("${P2P_TMP}")
 }
 
+# mk_temp_file DIR: like mk_temp_dir, a temp file in DIR (for a rename into place).
+mk_temp_file() {
+  P2P_TMP=$(mktemp "$1/.tmp.XXXXXX")
+  P2P_TEMPS+=("${P2P_TMP}")
+}
+
 cleanup_temps() {
   local t
   for t in "${P2P_TEMPS[@]+"${P2P_TEMPS[@]}"}"; do

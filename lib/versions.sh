@@ -9,7 +9,12 @@ readonly TAG_RE='^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$'
 readonly FAMILY_RE='^[0-9]{3}(-[0-9]{3})?$'
 readonly OID_RE='^[0-9a-f]{40}$'
 readonly SHA256_RE='^[0-9a-f]{64}$'
-readonly TESTED_RE='^(-|(apply|build|load)(,(apply|build|load))*)$'
+# tested: what passed for the tag, comma-separated: apply (fuzz 0), compile
+# (the translation units the series changes), build:<series> (all modules
+# against Debian's kernel <series>, e.g. build:6.12), load:<series> (nvidia.ko
+# init ran under QEMU), bisect (every patch prefix builds); '-' for none.
+readonly TESTED_TOKEN='(apply|compile|bisect|(build|load):[0-9]+\.[0-9]+)'
+readonly TESTED_RE="^(-|${TESTED_TOKEN}(,${TESTED_TOKEN})*)\$"
 
 # valid_tag_string STRING: a driver tag looks like 565.57.01 or 570.144 and
 # nothing else (no '/', '..', spaces or shell metacharacters get further).
@@ -51,7 +56,8 @@ versions_parse_line() {
   [[ ${sha} =~ ${SHA256_RE} || ${sha} == unknown ]] || die "${EX_DATA}" "${where}: bad .run sha256 '${sha}' (64 hex digits or 'unknown')"
   [[ ${url} =~ ^https://[A-Za-z0-9./_+-]+$ ]] || die "${EX_DATA}" "${where}: bad .run URL '${url}' (https only)"
   [[ ${tested} =~ ${TESTED_RE} ]] || die "${EX_DATA}" "${where}: bad tested column '${tested}'"
-  [[ -z ${V_FAMILY[${tag}]+x} ]] || die "${EX_DATA}" "${where}: tag ${tag} listed twice"
+  [[ -z ${V_FAMILY[${tag}]+x} ]] ||
+    die "${EX_DATA}" "${where}: tag ${tag} listed twice (families ${V_FAMILY[${tag}]} and ${family}); one tag, one family"
   V_TAGS+=("${tag}")
   V_FAMILY[${tag}]=${family}
   V_COMMIT[${tag}]=${commit}
@@ -76,5 +82,45 @@ require_tag() {
   [[ -n ${tag} ]] || die "${EX_USAGE}" "a driver tag is required (see: build.sh list)"
   valid_tag_string "${tag}" || die "${EX_UNSUPPORTED}" "'${tag}' is not a driver tag (expected digits and dots, like 565.57.01)"
   versions_load
-  [[ -n ${V_FAMILY[${tag}]+x} ]] || die "${EX_UNSUPPORTED}" "tag ${tag} is not supported (see: build.sh list)"
+  [[ -n ${V_FAMILY[${tag}]+x} ]] ||
+    die "${EX_UNSUPPORTED}" "tag ${tag} is not in versions.conf (see: build.sh list); to bring a newer release into support: build.sh rebase ${tag}"
+}
+
+# git_pins GITDIR TAG: "<commit> <tree> <core>" of the tag in a git repository
+# (see versions.conf). Nothing is written to GITDIR: the core tree object goes
+# to a throw-away object directory. Runs in a subshell; fails when the
+# repository has no such tag.
+git_pins() (
+  local gitdir=$1 tag=$2 commit tree core tmp
+  local -a g=(git -c safe.directory='*' --git-dir="${gitdir}")
+  commit=$("${g[@]}" rev-parse -q --verify "refs/tags/${tag}^{commit}" 2>/dev/null) || exit 1
+  tree=$("${g[@]}" rev-parse -q --verify "${commit}^{tree}") || exit 1
+  tmp=$(mktemp -d) || exit 1
+  trap 'rm -rf "${tmp}"' EXIT
+  core=$("${g[@]}" ls-tree "${tree}" | grep -v -E $'\t(\\.github|CHANGELOG\\.md)$' |
+    GIT_OBJECT_DIRECTORY="${tmp}" GIT_ALTERNATE_OBJECT_DIRECTORIES="$(cd "${gitdir}" && pwd -P)/objects" \
+      "${g[@]}" mktree) || exit 1
+  [[ ${commit} =~ ${OID_RE} && ${tree} =~ ${OID_RE} && ${core} =~ ${OID_RE} ]] || exit 1
+  printf '%s %s %s\n' "${commit}" "${tree}" "${core}"
+)
+
+# version_le A B: driver version A sorts before or equal to B.
+version_le() {
+  [[ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" == "$1" ]]
+}
+
+# nearest_tag TAG: the listed tag closest to TAG in version order: the
+# highest one below it, else the lowest one above it.
+nearest_tag() {
+  local tag=$1 t below="" above=""
+  versions_load
+  for t in "${V_TAGS[@]}"; do
+    [[ ${t} == "${tag}" ]] && continue
+    if version_le "${t}" "${tag}"; then
+      if [[ -z ${below} ]] || version_le "${below}" "${t}"; then below=${t}; fi
+    elif [[ -z ${above} ]] || version_le "${t}" "${above}"; then
+      above=${t}
+    fi
+  done
+  printf '%s\n' "${below:-${above}}"
 }

@@ -80,6 +80,13 @@ case "$1" in -u) echo 0 ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac
 STUB
 }
 
+# use_data_dir DIR: point build.sh at data (versions.conf, series, patches)
+# in DIR for the rest of the test.
+use_data_dir() {
+  export NVP2P_DATA_DIR=$1
+  mkdir -p "$1"
+}
+
 # --- fixture upstream ---------------------------------------------------------
 
 # make_fixture: build (once per test file) the fake upstream and data dir, then
@@ -90,9 +97,9 @@ make_fixture() {
     fixture_build "${FIX}" >"${BATS_FILE_TMPDIR}/fixture.log" 2>&1
   fi
   export FIX
-  export NVP2P_DATA_DIR="${BATS_TEST_TMPDIR}/data"
-  rm -rf "${NVP2P_DATA_DIR}"
-  cp -a "${FIX}/data" "${NVP2P_DATA_DIR}"
+  rm -rf "${BATS_TEST_TMPDIR}/data"
+  cp -a "${FIX}/data" "${BATS_TEST_TMPDIR}/data"
+  use_data_dir "${BATS_TEST_TMPDIR}/data"
   fixture_kernel "${ROOT}" "${FIXTURE_KREL}"
   fixture_build_stubs
 }
@@ -185,6 +192,17 @@ fixture_build_stubs() {
   export FIXTURE_TAG FIXTURE_KREL
   stub make - <<'STUB'
 dir="" krel="" version="${FAKE_KO_VERSION:-${FIXTURE_TAG}}"
+[[ " $* " == *" clean "* ]] && exit 0
+# Single-object targets (build --units-only): succeed unless FAKE_UNIT_FAIL names one.
+for a in "$@"; do
+  [[ ${a} == *.o ]] || continue
+  if [[ -n ${FAKE_UNIT_FAIL:-} && ${a} == *"${FAKE_UNIT_FAIL}"* ]]; then
+    echo "${a%.o}.c:1:1: error: fake unit failure" >&2
+    exit 2
+  fi
+  units=1
+done
+[[ -n ${units:-} ]] && exit 0
 while [[ $# -gt 0 ]]; do
   case $1 in
   -C) dir=$2; shift ;;

@@ -141,3 +141,96 @@ STUB
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
 }
+
+@test "--kernel-src: a Debian 7.x -amd64 Makefile (KBUILD_OUTPUT= first, include second) gets both lines fixed" {
+  local sysroot="${BATS_TEST_TMPDIR}/sysroot/usr/src" amd64 shadow
+  amd64="${sysroot}/linux-headers-7.3.4+deb13-amd64"
+  mkdir -p "${amd64}/include/config" "${sysroot}/linux-headers-7.3.4+deb13-common"
+  printf 'KBUILD_OUTPUT=/usr/src/linux-headers-7.3.4+deb13-amd64\ninclude /usr/src/linux-headers-7.3.4+deb13-common/Makefile\n' \
+    >"${amd64}/Makefile"
+  printf '7.3.4+deb13-amd64\n' >"${amd64}/include/config/kernel.release"
+  printf '# common\n' >"${sysroot}/linux-headers-7.3.4+deb13-common/Makefile"
+  run_build build "${FIXTURE_TAG}" --kernel-src "${amd64}" --no-ccache
+  assert_success
+  shadow="${WORK}/kernels/linux-headers-7.3.4+deb13-amd64"
+  run cat "${shadow}/Makefile"
+  assert_line --index 0 "KBUILD_OUTPUT=${shadow}"
+  assert_line --index 1 "include ${sysroot}/linux-headers-7.3.4+deb13-common/Makefile"
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "SYSSRC=${sysroot}/linux-headers-7.3.4+deb13-common"
+  assert_output --partial "SYSOUT=${shadow}"
+}
+
+# kernel_config KREL TEXT: the fixture kernel's .config names its compiler.
+kernel_config() {
+  printf 'CONFIG_CC_VERSION_TEXT="%s"\n' "$2" >"${ROOT}/usr/src/linux-headers-$1/.config"
+}
+
+@test "the kernel's own compiler (CONFIG_CC_VERSION_TEXT) is used when installed" {
+  kernel_config "${FIXTURE_KREL}" "gcc-14 (Debian 14.2.0-19) 14.2.0"
+  stub gcc-14 <<<''
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_output --partial "with gcc-14"
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "CC=gcc-14"
+}
+
+@test "a kernel built with a compiler that is not installed: warning, and the build goes on with gcc" {
+  kernel_config "${FIXTURE_KREL}" "gcc-99 (Debian 99.1.0-1) 99.1.0"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_output --partial "was built with gcc-99, which is not installed; using gcc"
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "CC=gcc"
+}
+
+@test "the kernel-independent objects of another kernel's build are reused only with the same compiler" {
+  local other=6.1.0-98-test
+  fixture_kernel "${ROOT}" "${other}"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  mkdir -p "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/src/nvidia/_out"
+  touch "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/src/nvidia/_out/nv-kernel.o"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${other}" --no-ccache
+  assert_success
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/build-${other}/src/nvidia/_out/nv-kernel.o"
+  # The same kernel again, now declaring another compiler: a fresh tree.
+  kernel_config "${other}" "gcc-14 (Debian 14.2.0-19) 14.2.0"
+  stub gcc-14 - <<<'echo "gcc-14 (Debian 14.2.0-19) 14.2.0"'
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${other}" --no-ccache
+  assert_success
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/build-${other}/src/nvidia/_out/nv-kernel.o"
+}
+
+@test "--units-only compiles each changed unit with upstream's rules and makes no modules" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
+  assert_success
+  assert_line "ok    src/nvidia/kern_bus.c"
+  assert_line "ok    kernel-open/nvidia/nv-pci.c (kernel ${FIXTURE_KREL})"
+  run grep '^make ' "${STUB_LOG}"
+  assert_line --regexp "^make -C ${WORK}/${FIXTURE_TAG}/units/src/nvidia CC=gcc _out/Linux_x86_64/kern_bus.o\$"
+  assert_output --partial "-C ${ROOT}/usr/src/linux-headers-common M=${WORK}/${FIXTURE_TAG}/units/kernel-open"
+  assert_output --partial "NV_KERNEL_OUTPUT=${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}"
+  assert_output --partial "KBUILD_OUTPUT=${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}"
+  assert_output --partial "NV_KERNEL_MODULES=nvidia nvidia/nv-pci.o"
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/units"
+}
+
+@test "--units-only: a unit that does not compile exits 8 and names it" {
+  FAKE_UNIT_FAIL=kern_bus run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
+  assert_failure 8
+  assert_line "FAIL  src/nvidia/kern_bus.c"
+  assert_output --partial "kern_bus.c:1:1: error: fake unit failure"
+  assert_output --partial "a changed translation unit of ${FIXTURE_TAG} does not compile"
+}
+
+@test "--units-only needs no kernel headers when the series changes no kernel-open unit" {
+  rm "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  printf 'compat-0001-resize.patch  not needed in this test\n' >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel 6.1.0-77-amd64 --no-ccache --units-only
+  assert_success
+  assert_line "ok    src/nvidia/kern_bus.c"
+  refute_output --partial "kernel-open"
+}

@@ -78,14 +78,20 @@ setup() {
   assert_output --partial "64 hex digits"
 }
 
-@test "list shows the three supported tags with family and verification" {
+@test "list groups every tag of versions.conf under its family, with what was verified" {
   run_build list
   assert_success
-  assert_line --regexp '^TAG +FAMILY +VERIFIED +SOURCE +RUN$'
-  assert_line --regexp '^565\.57\.01 +565-570 '
-  assert_line --regexp '^555\.58\.02 +555 '
-  assert_line --regexp '^535\.261\.03 +535 '
-  assert_equal "$(grep -c -E '^[0-9]{3}\.' <<<"${output}")" 3
+  local tag fam tested n=0
+  while read -r tag fam _ _ _ _ _ tested; do
+    [[ ${tag} =~ ^[0-9]{3}\. ]] || continue
+    n=$((n + 1))
+    assert_line --regexp "^family ${fam//./\\.}: [0-9]+ tags?, "
+    assert_line --regexp "^  ${tag//./\\.} +${tested//./\\.} +(no|cached) +"
+    # The tag is listed under its own family's heading.
+    assert_equal "$(awk -v t="${tag}" '/^family /{f=$2} $1==t{print f}' <<<"${output}")" "${fam}:"
+  done <"${REPO_ROOT}/versions.conf"
+  assert_equal "$(grep -c -E '^  [0-9]{3}\.' <<<"${output}")" "${n}"
+  assert_line --regexp '^  TAG +VERIFIED +SOURCE +RUN$'
 }
 
 @test "check succeeds for every tag in versions.conf and lists its patches" {
@@ -102,7 +108,8 @@ setup() {
 @test "check of an unknown tag exits 3" {
   run_build check 999.99.99
   assert_failure 3
-  assert_output --partial "not supported"
+  assert_output --partial "tag 999.99.99 is not in versions.conf"
+  assert_output --partial "build.sh rebase 999.99.99"
 }
 
 @test "tag strings with /, .., spaces or shell metacharacters are refused with 3 and create nothing" {
@@ -158,7 +165,7 @@ GOOD_LINE="565.57.01 565-570 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6
   write_versions "# comment" "" "${GOOD_LINE} # trailing comment"
   run_build list
   assert_success
-  assert_line --regexp '^565\.57\.01 '
+  assert_line --regexp '^  565\.57\.01 '
 }
 
 @test "malformed versions.conf: wrong column count exits 4 with the line number" {

@@ -97,19 +97,76 @@ setup() {
   assert_failure 7
 }
 
-@test "a family lacking a p2p patch is malformed (4)" {
+@test "a family lacking a patch it does not name in dropped.conf is malformed (4)" {
   rm "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
   run_build patch "${FIXTURE_TAG}"
   assert_failure 4
-  assert_output --partial "lacks p2p-0001-route.patch"
+  assert_output --partial "lacks p2p-0001-route.patch and does not say why"
 }
 
-@test "a family may omit a compat patch it does not need" {
+@test "a family may leave out a patch it names in dropped.conf with the reason" {
   rm "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  printf '# why\ncompat-0001-resize.patch   upstream has the 4-argument call in every tag of this family\n' \
+    >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
   run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
   assert_success
   run grep -c 'pci_resize_resource(0, 1, 2)' "${BATS_TEST_TMPDIR}/out/kernel-open/nvidia/nv-pci.c"
   assert_output 1
+  run grep -c 'return bar1();' "${BATS_TEST_TMPDIR}/out/src/nvidia/kern_bus.c"
+  assert_output 1
+}
+
+@test "dropped.conf: no reason, an unknown name, or a patch both present and dropped is malformed (4)" {
+  printf 'compat-0001-resize.patch\n' >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "compat-0001-resize.patch is dropped without a reason"
+  printf 'p2p-0009-nothing.patch  not in series\n' >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "'p2p-0009-nothing.patch' is not named in"
+  printf 'p2p-0001-route.patch  upstream does it\n' >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "has p2p-0001-route.patch and also names it in dropped.conf"
+}
+
+# add_header_field PATCH FIELD: insert a DEP-3 field before the diff.
+add_header_field() {
+  sed -i "1a $2" "$1"
+}
+
+@test "a compat patch is left out for a tag whose source already has the fix (X-Applied-Upstream-If)" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" \
+    'X-Applied-Upstream-If: kernel-open/nvidia/nv-pci.c pci_resize_resource(0,'
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run grep -c 'pci_resize_resource(0, 1, 2)' "${BATS_TEST_TMPDIR}/out/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
+  run cat "${BATS_TEST_TMPDIR}/out/.pc/nvidia-p2p.series"
+  assert_output "p2p-0001-route.patch"
+}
+
+@test "a compat patch is applied where the source lacks the string its X-Applied-Upstream-If names" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" \
+    'X-Applied-Upstream-If: kernel-open/nvidia/nv-pci.c exclude_bars'
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run grep -c 'pci_resize_resource(0, 1, 2, 0)' "${BATS_TEST_TMPDIR}/out/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
+}
+
+@test "X-Applied-Upstream-If on a p2p patch, or malformed, is refused (4)" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" \
+    'X-Applied-Upstream-If: src/nvidia/kern_bus.c mailbox'
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "X-Applied-Upstream-If is for compat patches only"
+  cp "${FIX}/data/patches/999/p2p-0001-route.patch" "${NVP2P_DATA_DIR}/patches/999/"
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" 'X-Applied-Upstream-If: nv-pci.c'
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "needs '<file> <string>'"
 }
 
 @test "a patch file not named in series is malformed (4)" {
@@ -171,13 +228,14 @@ setup() {
   assert_failure
 }
 
-@test "every real family provides every p2p patch and a modprobe.conf" {
+@test "every real family provides, or drops with a reason, every series patch, and has a modprobe.conf" {
   local fam name
   for fam in "${REPO_ROOT}"/patches/*/; do
     assert_file_exist "${fam}/modprobe.conf"
     while read -r name; do
-      [[ ${name} == p2p-* ]] || continue
-      assert_file_exist "${fam}/${name}"
+      [[ -f ${fam}/${name} ]] && continue
+      run grep -E "^${name//./\\.}[[:space:]]+[^[:space:]]" "${fam}/dropped.conf"
+      assert_success
     done < <(grep -v -E '^\s*(#|$)' "${REPO_ROOT}/series")
   done
 }
