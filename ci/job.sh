@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# ci/job.sh TAG: one hosted-CI job of the matrix (see .github/workflows/matrix.yml).
-# Needs network access to GitHub; run on Debian 12 as root (a container will do).
-# Fetches TAG from GitHub (verified against versions.conf), then runs the
-# matrix for it against the installed Debian kernel headers, with the QEMU
-# module-load test and the bisect check.
+# ci/job.sh TAG [compile|full]: one hosted-CI job of the matrix (see
+# .github/workflows/matrix.yml). Needs network access to GitHub; run on
+# Debian 12 as root (a container will do). Fetches TAG from GitHub (verified
+# against versions.conf), then runs the matrix for it against the newest
+# installed Debian kernel headers: gate (a) (compile, the default), or gate
+# (b) (full: all modules, the QEMU module-load test and the bisect check).
 set -euo pipefail
 
 main() {
-  local tag=${1:?usage: ci/job.sh TAG} repo krel
+  local tag=${1:?usage: ci/job.sh TAG [compile|full]} level=${2:-compile} repo krel
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
   krel=$(newest_headers)
   "${repo}/build.sh" fetch "${tag}" --no-run
-  "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --qemu "${krel}" --bisect
+  case ${level} in
+  compile) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --compile "${tag}" ;;
+  full) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --full "${tag}" --qemu "${krel}" --bisect ;;
+  *) printf 'job.sh: unknown level %s (compile or full)\n' "${level}" >&2 && exit 2 ;;
+  esac
 }
 
 # newest_headers: the newest kernel release with headers under /lib/modules.

@@ -189,23 +189,6 @@ expand_list() {
   return 0
 }
 
-# family_ends newest|first: that tag of every family (version order).
-family_ends() {
-  local which=$1 tag
-  local -A pick=()
-  local -a order=()
-  for tag in "${V_TAGS[@]}"; do
-    [[ -n ${pick[${V_FAMILY[${tag}]}]+x} ]] || order+=("${V_FAMILY[${tag}]}")
-    if [[ -z ${pick[${V_FAMILY[${tag}]}]+x} ]] || { [[ ${which} == newest ]] && version_le "${pick[${V_FAMILY[${tag}]}]}" "${tag}"; } ||
-      { [[ ${which} == first ]] && version_le "${tag}" "${pick[${V_FAMILY[${tag}]}]}"; }; then
-      pick[${V_FAMILY[${tag}]}]=${tag}
-    fi
-  done
-  for tag in "${order[@]}"; do
-    printf '%s\n' "${pick[${tag}]}"
-  done
-}
-
 # sample N CHOSEN WITHIN: N tags of WITHIN (all) not in CHOSEN nor the
 # newest/first of a family, from position (seed * N) on, wrapping: each day
 # another slice, so every tag is sampled in turn.

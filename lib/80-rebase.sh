@@ -287,15 +287,26 @@ rebase_refresh() {
       die "${EX_PATCH}" "${name} no longer applies while refreshing (internal error)"
     quilt_run "${RB_DIR}/tree" "${new}" "${RB_DIR}/series" refresh -p ab --no-timestamps --no-index >/dev/null 2>&1 ||
       die "${EX_PATCH}" "quilt refresh of ${name} failed"
+    if [[ "$(patch_body "${new}/${name}")" == "$(patch_body "${P2P_DATA_DIR}/patches/${family}/${name}")" ]]; then
+      cp -- "${P2P_DATA_DIR}/patches/${family}/${name}" "${new}/${name}"
+      continue
+    fi
     sed -i -E -e "0,/^--- /s/^Last-Update: .*/Last-Update: ${today}/" \
       -e "0,/^--- /{/^X-Refreshed-From: /d}" "${new}/${name}"
     sed -i "0,/^Last-Update: /s//X-Refreshed-From: family ${family}, by build.sh rebase ${tag}\n&/" "${new}/${name}"
   done
   stage rebase "refreshed patches: diff from family ${family} to ${RB_NEW_FAMILY}"
-  (cd "${P2P_DATA_DIR}/patches" && diff -ru -- "${family}" "${new}") |
-    sed -E "s|^(\+\+\+ )${new}|\1${RB_NEW_FAMILY}|" || true
+  for name in "${names[@]+"${names[@]}"}"; do
+    diff -u --label "${family}/${name}" --label "${RB_NEW_FAMILY}/${name}" \
+      "${P2P_DATA_DIR}/patches/${family}/${name}" "${new}/${name}" || true
+  done
   V_FAMILY["${tag}"]=${RB_NEW_FAMILY}
   V_FAMILY_DIR["${tag}"]=${new}
+}
+
+# patch_body FILE: a patch without its header (from the first "--- " line).
+patch_body() {
+  sed -n '/^--- /,$p' "$1"
 }
 
 # rebase_adopt TAG FAMILY TESTED: the tag's source into the verified cache,

@@ -6,7 +6,9 @@ declare -ga V_TAGS=()
 V_LOADED=""
 
 readonly TAG_RE='^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$'
-readonly FAMILY_RE='^[0-9]{3}(-[0-9]{3})?$'
+# A family: the major release(s) it covers (565-570), or for one that rebase
+# split off inside a release line, major.minor (595.58).
+readonly FAMILY_RE='^[0-9]{3}(\.[0-9]+)*(-[0-9]{3}(\.[0-9]+)*)?$'
 readonly OID_RE='^[0-9a-f]{40}$'
 readonly SHA256_RE='^[0-9a-f]{64}$'
 # tested: what passed for the tag, comma-separated: apply (fuzz 0), compile
@@ -123,4 +125,21 @@ nearest_tag() {
     fi
   done
   printf '%s\n' "${below:-${above}}"
+}
+
+# family_ends newest|first: that tag of every family (version order).
+family_ends() {
+  local which=$1 tag
+  local -A pick=()
+  local -a order=()
+  for tag in "${V_TAGS[@]}"; do
+    [[ -n ${pick[${V_FAMILY[${tag}]}]+x} ]] || order+=("${V_FAMILY[${tag}]}")
+    if [[ -z ${pick[${V_FAMILY[${tag}]}]+x} ]] || { [[ ${which} == newest ]] && version_le "${pick[${V_FAMILY[${tag}]}]}" "${tag}"; } ||
+      { [[ ${which} == first ]] && version_le "${tag}" "${pick[${V_FAMILY[${tag}]}]}"; }; then
+      pick[${V_FAMILY[${tag}]}]=${tag}
+    fi
+  done
+  for tag in "${order[@]}"; do
+    printf '%s\n' "${pick[${tag}]}"
+  done
 }

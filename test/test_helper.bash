@@ -116,6 +116,7 @@ fixture_build() {
   printf 'int nv_resize(void)\n{\n    return pci_resize_resource(0, 1, 2);\n}\n' >"${src}/kernel-open/nvidia/nv-pci.c"
   printf 'int kbus(int type)\n{\n    if (type == 1)\n        return mailbox();\n    return -1;\n}\n' >"${src}/src/nvidia/kern_bus.c"
   printf 'modules:\n\t@echo building\n' >"${src}/Makefile"
+  printf 'NVIDIA_VERSION = %s\n' "${tag}" >"${src}/version.mk"
   printf 'issue template\n' >"${src}/.github/ISSUE.md"
   printf '# Changelog (git)\n' >"${src}/CHANGELOG.md"
   git -C "${src}" init -q
@@ -171,6 +172,22 @@ fixture_patch() {
   local fix=$1 file=$2 desc=$3
   printf 'Description: %s\nAuthor: tests\nForwarded: not-needed\nLast-Update: 2026-11-20\n' "${desc}"
   (cd "${fix}" && diff -u --label "a/${file}" --label "b/${file}" "a/${file}" "b/${file}") || true
+}
+
+# fixture_release GIT TAG [SED]: a later upstream release in the bare
+# repository GIT: the fixture tree with version.mk saying TAG and the sed
+# script SED applied to src/nvidia/kern_bus.c, committed and tagged TAG.
+fixture_release() {
+  local git=$1 tag=$2 script=${3:-} wt
+  wt=$(mktemp -d "${BATS_TEST_TMPDIR}/wt.XXXXXX")
+  git clone -q "${git}" "${wt}"
+  git -C "${wt}" checkout -q "${FIXTURE_TAG}"
+  printf 'NVIDIA_VERSION = %s\n' "${tag}" >"${wt}/version.mk"
+  [[ -z ${script} ]] || sed -i -e "${script}" "${wt}/src/nvidia/kern_bus.c"
+  git -C "${wt}" -c user.name=t -c user.email=t@t commit -q -a -m "${tag}"
+  git -C "${wt}" -c user.name=t -c user.email=t@t tag -a -m "${tag}" "${tag}"
+  git -C "${wt}" push -q origin "refs/tags/${tag}"
+  rm -rf "${wt}"
 }
 
 # fixture_kernel ROOT KREL: installed "headers" for KREL under ROOT.

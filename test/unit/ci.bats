@@ -18,10 +18,10 @@ setup() {
 @test "a tag added to versions.conf makes the workflow check fail" {
   use_data_dir "${BATS_TEST_TMPDIR}/data"
   cp -a "${REPO_ROOT}/versions.conf" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" "${NVP2P_DATA_DIR}/"
-  sed -n 's/^565\.57\.01 /565.77 /p' "${REPO_ROOT}/versions.conf" >>"${NVP2P_DATA_DIR}/versions.conf"
+  sed -n -E 's/^565\.57\.01( +)/565.99.99\1/p' "${REPO_ROOT}/versions.conf" >>"${NVP2P_DATA_DIR}/versions.conf"
   run "${REPO_ROOT}/ci/gen-workflow.sh" --check
   assert_failure
-  assert_output --partial "+  tag-565_77:"
+  assert_output --partial "+  tag-565_99_99:"
   assert_output --partial "is out of date"
 }
 
