@@ -221,6 +221,7 @@ build_modules() {
   else
     make_args+=("CC=${cc}")
   fi
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || require_kernel_fits "${tag}"
   stage build "${tag} for ${P2P_KREL} with ${cc} (-j${jobs}; ${P2P_BUILD_ESTIMATE})"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
@@ -290,6 +291,38 @@ check_modules() {
   done
 }
 
+# kernel_rules_unmet TREE KREL: the reasons (one per line) why TREE cannot
+# be built for kernel KREL, from kernels.conf; nothing when none applies.
+kernel_rules_unmet() {
+  local tree=$1 krel=$2 conf kver min file rule regex reason lineno=0
+  conf="${P2P_DATA_DIR}/kernels.conf"
+  [[ -r ${conf} ]] || return 0
+  kver=$(kernel_series "${krel}")
+  while read -r min file rule regex reason || [[ -n ${min} ]]; do
+    lineno=$((lineno + 1))
+    [[ -z ${min} || ${min} == \#* ]] && continue
+    [[ ${min} =~ ^[0-9]+\.[0-9]+$ && ${file} =~ ^[A-Za-z0-9._/-]+$ && ${rule} =~ ^(needs|forbids)$ &&
+      -n ${regex} && -n ${reason} ]] || die "${EX_DATA}" "${conf}:${lineno}: expected: kernel file needs|forbids regex reason"
+    [[ ${kver} =~ ^[0-9]+\.[0-9]+$ ]] || continue
+    version_le "${min}" "${kver}" || continue
+    if grep -q -E -- "${regex}" "${tree}/${file}" 2>/dev/null; then
+      [[ ${rule} == forbids ]] && printf 'Linux %s+: %s\n' "${min}" "${reason}"
+    else
+      [[ ${rule} == needs ]] && printf 'Linux %s+: %s\n' "${min}" "${reason}"
+    fi
+  done <"${conf}"
+  return 0
+}
+
+# require_kernel_fits TAG: EX_KERNEL when kernels.conf knows why the patched
+# tree cannot build for the resolved kernel.
+require_kernel_fits() {
+  local unmet
+  unmet=$(kernel_rules_unmet "${P2P_PATCHED_DIR}" "${P2P_KREL}") || exit "$?"
+  [[ -z ${unmet} ]] ||
+    die "${EX_KERNEL}" "${1} cannot be built for kernel ${P2P_KREL}: ${unmet//$'\n'/; }"
+}
+
 # changed_units TAG: the translation units (.c files) the tag's series changes,
 # one path per line, relative to the source tree.
 changed_units() {
@@ -312,7 +345,10 @@ compile_units() {
   need_cmd make make
   units=$(changed_units "${tag}") || exit "$?"
   # A kernel is needed for kernel-open units only.
-  grep -q '^kernel-open/' <<<"${units}" && resolve_kernel
+  if grep -q '^kernel-open/' <<<"${units}"; then
+    resolve_kernel
+    [[ ${P2P_DRY_RUN} -eq 1 ]] || require_kernel_fits "${tag}"
+  fi
   cc=$(kernel_cc "${P2P_SYSOUT:-/nonexistent}")
   [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1 && cc="ccache ${cc}" &&
     export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"

@@ -333,11 +333,6 @@ rebase_adopt() {
   stage finished "${tag} added to versions.conf (family ${family}, tested ${tested}); next: build.sh ${tag}"
 }
 
-# kernel_series KREL: 6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12.
-kernel_series() {
-  sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$1"
-}
-
 # rebase_commit TAG FAMILY: rename the new family (if any) and the new
 # versions.conf into place; an interrupt in between undoes the first.
 rebase_commit() {

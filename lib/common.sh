@@ -17,6 +17,7 @@ readonly EX_INSTALL=9
 readonly EX_PREFLIGHT=10
 readonly EX_LOCKED=11
 readonly EX_MISMATCH=12
+readonly EX_KERNEL=13
 readonly EX_SKIP=77
 readonly EX_INTERRUPTED=130
 
@@ -35,6 +36,7 @@ exit_code_table() {
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, Secure Boot, nothing built..." \
     "${EX_LOCKED}" "another build.sh run holds the lock" \
     "${EX_MISMATCH}" "userspace driver version would differ from the module version" \
+    "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
     "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
     "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
 }

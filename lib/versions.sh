@@ -143,3 +143,8 @@ family_ends() {
     printf '%s\n' "${pick[${tag}]}"
   done
 }
+
+# kernel_series KREL: 6.1.0-56-amd64 -> 6.1, 6.12.117+deb12-amd64 -> 6.12.
+kernel_series() {
+  sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$1"
+}

@@ -234,3 +234,47 @@ kernel_config() {
   assert_line "ok    src/nvidia/kern_bus.c"
   refute_output --partial "kernel-open"
 }
+
+@test "kernels.conf: a tag whose patched tree a kernel cannot build is refused at once (13), with the reason" {
+  printf '%s\n' '# test rules' \
+    '6.1 kernel-open/nvidia/nv-pci.c forbids pci_resize_resource\(0,[[:space:]]1,[[:space:]]2\) the 3-argument call is gone from this kernel' \
+    '9.9 src/nvidia/kern_bus.c needs nothing-like-this a rule for a kernel not reached yet' >"${NVP2P_DATA_DIR}/kernels.conf"
+  # With compat-0001 the call has 4 arguments: the 6.1 rule is met.
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  # Without it, the build is refused before make runs.
+  rm "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  printf 'compat-0001-resize.patch  test\n' >"${NVP2P_DATA_DIR}/patches/999/dropped.conf"
+  : >"${STUB_LOG}"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 13
+  assert_output --partial "${FIXTURE_TAG} cannot be built for kernel ${FIXTURE_KREL}: Linux 6.1+: the 3-argument call is gone from this kernel"
+  refute_output --partial "Linux 9.9+"
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "kernels.conf: a malformed rule is a data error (4)" {
+  printf '6.1 kernel-open/nvidia/nv-pci.c sometimes x reason\n' >"${NVP2P_DATA_DIR}/kernels.conf"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 4
+  assert_output --partial "kernels.conf:1: expected: kernel file needs|forbids regex reason"
+}
+
+@test "the real kernels.conf refuses each tag family on the kernels it cannot support" {
+  local tree="${BATS_TEST_TMPDIR}/tree"
+  mkdir -p "${tree}/kernel-open/common/inc" "${tree}/kernel-open/nvidia"
+  # A 565-like tree: EXTRA_CFLAGS, strncpy, no drm_atomic_commit conftest.
+  printf '%s\n' 'EXTRA_CFLAGS += -Isrc' >"${tree}/kernel-open/Kbuild"
+  printf '#if defined(NV_LINUX_OF_GPIO_H_PRESENT)\n' >"${tree}/kernel-open/common/inc/nv-linux.h"
+  printf 'strncpy(a, b, 1);\n' >"${tree}/kernel-open/nvidia/os-interface.c"
+  : >"${tree}/kernel-open/Makefile"
+  : >"${tree}/kernel-open/conftest.sh"
+  # (build.sh's run() replaces bats' run once sourced: call directly.)
+  # shellcheck source=/dev/null
+  source "${BUILD_SH}"
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.12.117+deb12-amd64)" ""
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.15.2 | cut -c1-40)" "Linux 6.15+: kernel-open passes its comp"
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 7.2.13+deb14-amd64 | cut -d: -f1 | tr '\n' ' ')" \
+    "Linux 6.15+ Linux 7.2+ Linux 7.2+ "
+}
