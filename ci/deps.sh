@@ -6,7 +6,7 @@ set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
   ca-certificates xz-utils make gcc binutils python3)
-BUILD_PACKAGES=(linux-headers-amd64 ccache pahole qemu-system-x86 cpio busybox-static)
+BUILD_PACKAGES=(linux-headers-amd64 ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
 
 main() {
   local tier=${1:-build}

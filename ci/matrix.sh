@@ -9,6 +9,8 @@ shopt -s inherit_errexit
 
 CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
+# ci/chroot.sh, or a stand-in for the hermetic tests.
+CHROOT_SH="${NVP2P_CHROOT_SH:-${CI_DIR}/chroot.sh}"
 # Reuse build.sh's parsers (versions.conf, series); its main does not run when sourced.
 # shellcheck source=build.sh
 source "${REPO_DIR}/build.sh"
@@ -28,8 +30,8 @@ Sources (the first that has a tag is used; tags with none are SKIPped):
                       contains the tag (Debian's ..._<tag>.orig.tar.xz,
                       NVIDIA-kernel-module-source-<tag>.tar.xz, GitHub archives)
 Which tags get which stages (LIST: comma-separated tags and keywords: all;
-newest / first = the newest / first tag of every family; sample:N = N tags
-not chosen otherwise, rotating daily):
+newest / first = the newest / first tag of every family; latest = the newest
+tag of all; sample:N = N tags not chosen otherwise, rotating daily):
   --tags LIST         every stage starts with source + apply (default: all)
   --compile LIST      also gate (a): build --units-only on the first kernel
   --full LIST         also gate (b): all modules per kernel, the module checks,
@@ -38,6 +40,10 @@ not chosen otherwise, rotating daily):
 Kernels (for --compile the first one):
   --kernel KVER       installed headers of KVER (repeatable)
   --kernel-src DIR    a kernel build directory (repeatable)
+  --chroot NAME:DIR   the kernel of chroot NAME under DIR (ci/chroot.sh; made
+                      before): build.sh runs inside it, for --chroot-tags only
+  --chroot-tags LIST  the tags built in the chroots (default: latest, the
+                      newest tag of all; they must build there)
   --qemu KREL         boot Debian's KREL kernel in QEMU and insmod the modules
                       built for it (repeatable; see ci/qemu-smoke.sh)
   --bisect            check that every prefix of the series builds (first kernel)
@@ -45,7 +51,9 @@ Other:
   --budget MINUTES    do not start a long stage (compile, build, load, bisect)
                       that would likely end after MINUTES; it is SKIPped with
                       the reason. Estimates: the last run of that stage here,
-                      else a conservative default
+                      else a conservative default. Full tags go in phases:
+                      the first kernel for each, then the other kernels, the
+                      chroots, QEMU, bisect; then --compile tags
   --sample-seed N     the rotation of sample:N (default: days since 1970-01-01)
   --cache-dir DIR     build.sh's cache (verified sources); default as build.sh
   --work-dir DIR      build.sh's work dir; default: a new temporary directory
@@ -64,6 +72,7 @@ M_COMPILE_SPEC=""
 M_FULL_SPEC=""
 M_REQUIRE=()
 M_KERNELS=()
+M_CHROOTS=()
 M_QEMU=()
 M_GIT=""
 M_SOURCES=""
@@ -72,8 +81,9 @@ M_SUMMARY=""
 M_RESULTS=""
 M_BUDGET=0
 M_SEED=""
+M_CHROOT_SPEC=latest
 M_TAGS=()
-declare -A RESULT=() REASON=() M_IN_COMPILE=() M_IN_FULL=() M_ESTIMATE=()
+declare -A RESULT=() REASON=() M_IN_COMPILE=() M_IN_FULL=() M_IN_CHROOT=() M_ESTIMATE=()
 M_COLUMNS=()
 
 # Conservative stage durations on 2 cores (seconds), until one was measured.
@@ -95,15 +105,16 @@ main() {
   for tag in "${M_TAGS[@]}"; do
     run_apply "${tag}"
   done
-  local -a full compile
+  local -a full compile chroot
   mapfile -t full < <(ordered M_IN_FULL)
   mapfile -t compile < <(ordered M_IN_COMPILE)
-  for tag in "${full[@]+"${full[@]}"}"; do
-    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && run_full "${tag}"
-  done
-  for tag in "${compile[@]+"${compile[@]}"}"; do
-    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && run_compile "${tag}"
-  done
+  mapfile -t chroot < <(ordered M_IN_CHROOT)
+  phase run_build_first "${full[@]+"${full[@]}"}"
+  phase run_build_others "${full[@]+"${full[@]}"}"
+  phase run_build_chroots "${chroot[@]+"${chroot[@]}"}"
+  phase run_qemu "${full[@]+"${full[@]}"}"
+  [[ ${M_BISECT} -eq 0 ]] || phase run_bisect "${full[@]+"${full[@]}"}"
+  phase run_compile "${compile[@]+"${compile[@]}"}"
   summary | tee "${M_SUMMARY:-/dev/null}"
   verdict
 }
@@ -119,6 +130,8 @@ parse_args() {
     --require) IFS=, read -r -a M_REQUIRE <<<"$(need_value "$@")" && shift ;;
     --kernel) M_KERNELS+=("kernel:$(need_value "$@")") && shift ;;
     --kernel-src) M_KERNELS+=("kernel-src:$(abs_path "$(need_value "$@")")") && shift ;;
+    --chroot) M_CHROOTS+=("$(need_value "$@")") && shift ;;
+    --chroot-tags) M_CHROOT_SPEC=$(need_value "$@") && shift ;;
     --qemu) M_QEMU+=("$(need_value "$@")") && shift ;;
     --bisect) M_BISECT=1 ;;
     --budget) M_BUDGET=$(($(need_number "$@") * 60)) && shift ;;
@@ -160,6 +173,11 @@ select_tags() {
   for tag in $(expand_list "${M_COMPILE_SPEC}" "${M_TAGS[*]}"); do
     [[ -n ${M_IN_FULL[${tag}]+x} ]] || M_IN_COMPILE[${tag}]=$((n++))
   done
+  if [[ ${#M_CHROOTS[@]} -gt 0 ]]; then
+    for tag in $(expand_list "${M_CHROOT_SPEC}" "${M_TAGS[*]}"); do
+      M_IN_CHROOT[${tag}]=$((n++))
+    done
+  fi
   return 0
 }
 
@@ -173,6 +191,7 @@ expand_list() {
   for item in "${items[@]+"${items[@]}"}"; do
     case ${item} in
     all) out+=("${V_TAGS[@]}") ;;
+    latest) out+=("$(printf '%s\n' "${V_TAGS[@]}" | sort -V | tail -n 1)") ;;
     newest | first) mapfile -t -O "${#out[@]}" out < <(family_ends "${item}") ;;
     sample:[0-9]*) mapfile -t -O "${#out[@]}" out < <(sample "${item#sample:}" "${out[*]-}" "${within}") ;;
     *)
@@ -237,6 +256,24 @@ columns() {
     done
     [[ ${M_BISECT} -eq 1 ]] && M_COLUMNS+=(bisect)
   fi
+  for k in "${M_CHROOTS[@]+"${M_CHROOTS[@]}"}"; do
+    [[ ${#M_IN_CHROOT[@]} -gt 0 ]] && M_COLUMNS+=("build:$(chroot_krel "${k}")")
+  done
+  return 0
+}
+
+# chroot_krel NAME:DIR: the kernel release of that chroot's headers.
+chroot_krel() {
+  "${CHROOT_SH}" kernel "${1%%:*}" "${1#*:}"
+}
+
+# phase FUNCTION TAG...: FUNCTION for each tag whose series applied.
+phase() {
+  local fn=$1 tag
+  shift
+  for tag in "$@"; do
+    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && "${fn}" "${tag}"
+  done
   return 0
 }
 
@@ -299,7 +336,7 @@ timed() {
 run_apply() {
   local tag=$1
   local log="${P2P_WORK_DIR}/logs/${tag}"
-  if [[ -n ${M_GIT} && -z ${M_IN_FULL[${tag}]+x} && -z ${M_IN_COMPILE[${tag}]+x} ]]; then
+  if [[ -n ${M_GIT} && -z ${M_IN_FULL[${tag}]+x} && -z ${M_IN_COMPILE[${tag}]+x} && -z ${M_IN_CHROOT[${tag}]+x} ]]; then
     apply_light "${tag}"
     return 0
   fi
@@ -429,27 +466,58 @@ run_compile() {
   fi
 }
 
-# run_full TAG: gate (b): every kernel, QEMU, bisect.
-run_full() {
-  local tag=$1 k label kind=build1 rc
-  local log="${P2P_WORK_DIR}/logs/${tag}"
-  for k in "${M_KERNELS[@]}"; do
-    label=$(kernel_label "${k}")
-    rc=0
-    if budget_allows "${tag}" "build:${label}" "${kind}"; then
-      timed "${kind}" "${log}-build-${label}.log" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" \
-        --work-dir "${P2P_WORK_DIR}" build "${tag}" "--${k%%:*}" "${k#*:}" || rc=$?
-      if [[ ${rc} -eq 0 ]]; then
-        set_result "${tag}" "build:${label}" PASS "5 modules, version ${tag}, vermagic ${label} (${LAST_SECONDS} s)" "${LAST_SECONDS}"
-      else
-        fail_stage "${tag}" "build:${label}" "${log}-build-${label}.log" "${LAST_SECONDS}"
-      fi
-    fi
-    kind=build
+# run_build_first TAG / run_build_others TAG: gate (b) on the first kernel,
+# then on the others (which reuse the first build's kernel-independent part).
+run_build_first() {
+  run_build "$1" build1 "${M_KERNELS[0]}"
+}
+
+run_build_others() {
+  local k
+  for k in "${M_KERNELS[@]:1}"; do
+    run_build "$1" build "${k}"
   done
-  run_qemu "${tag}"
-  [[ ${M_BISECT} -eq 1 ]] && run_bisect "${tag}"
-  return 0
+}
+
+# run_build TAG KIND KERNELSPEC: one full build, its column PASS or FAIL.
+run_build() {
+  local tag=$1 kind=$2 k=$3 label rc=0 log
+  label=$(kernel_label "${k}")
+  log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
+  budget_allows "${tag}" "build:${label}" "${kind}" || return 0
+  timed "${kind}" "${log}" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" \
+    --work-dir "${P2P_WORK_DIR}" build "${tag}" "--${k%%:*}" "${k#*:}" || rc=$?
+  build_result "${tag}" "${label}" "${rc}" "${log}"
+}
+
+# run_build_chroots TAG: gate (b) inside each chroot, with the repository,
+# the cache and the work directory bound at the same paths (results land
+# where the host's would); a ccache directory of its own per chroot.
+run_build_chroots() {
+  local tag=$1 k name dir label rc log
+  for k in "${M_CHROOTS[@]}"; do
+    name=${k%%:*}
+    dir=${k#*:}
+    label=$(chroot_krel "${k}")
+    log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
+    rc=0
+    budget_allows "${tag}" "build:${label}" build1 || continue
+    timed build1 "${log}" "${CHROOT_SH}" run "${name}" "${dir}" \
+      --bind "${REPO_DIR}:${REPO_DIR}" --bind "${P2P_CACHE_DIR}:${P2P_CACHE_DIR}" \
+      --bind "${P2P_WORK_DIR}:${P2P_WORK_DIR}" -- \
+      env "CCACHE_DIR=${P2P_CACHE_DIR}/ccache-chroot-${name}" "${REPO_DIR}/build.sh" \
+      --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" build "${tag}" --kernel "${label}" || rc=$?
+    build_result "${tag}" "${label}" "${rc}" "${log}"
+  done
+}
+
+build_result() {
+  local tag=$1 label=$2 rc=$3 log=$4
+  if [[ ${rc} -eq 0 ]]; then
+    set_result "${tag}" "build:${label}" PASS "5 modules, version ${tag}, vermagic ${label} (${LAST_SECONDS} s)" "${LAST_SECONDS}"
+  else
+    fail_stage "${tag}" "build:${label}" "${log}" "${LAST_SECONDS}"
+  fi
 }
 
 run_qemu() {

@@ -185,3 +185,63 @@ STUB
     grep -q "^${t} " "${REPO_ROOT}/versions.conf" || fail "${t} not in versions.conf"
   done
 }
+
+@test "--chroot: the latest tag is also built inside each chroot, with the paths bound where they are" {
+  make_fixture
+  # A stand-in for ci/chroot.sh: reports a kernel, and "runs inside" on the host.
+  cat >"${BATS_TEST_TMPDIR}/chroot-standin" <<'STUB'
+#!/usr/bin/env bash
+printf 'chroot.sh %s\n' "$*" >>"${STUB_LOG}"
+case $1 in
+kernel) echo "${FIXTURE_KREL}" ;;
+run)
+  shift 3
+  while [[ $1 != -- ]]; do shift; done
+  shift
+  # Inside, the headers are where the fixture has them: build.sh --root.
+  args=()
+  for a in "$@"; do
+    args+=("${a}")
+    [[ ${a} == */build.sh ]] && args+=(--root "${ROOT}")
+  done
+  exec "${args[@]}"
+  ;;
+esac
+STUB
+  chmod +x "${BATS_TEST_TMPDIR}/chroot-standin"
+  FAKE_KO_VERSION=999.20.01 NVP2P_CHROOT_SH="${BATS_TEST_TMPDIR}/chroot-standin" run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" \
+    --cache-dir "${CACHE}" --work-dir "${WORK}" --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" \
+    --chroot "7.2:${BATS_TEST_TMPDIR}/chroots"
+  assert_success
+  assert_line --regexp "^TAG +source +apply +build:${FIXTURE_KREL} *$"
+  assert_line --regexp "^999\.20\.01 +PASS +PASS +PASS *$"
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +- *$"
+  run grep '^chroot.sh run ' "${STUB_LOG}"
+  assert_output --partial "run 7.2 ${BATS_TEST_TMPDIR}/chroots --bind ${REPO_ROOT}:${REPO_ROOT} --bind ${CACHE}:${CACHE} --bind ${WORK}:${WORK} -- env CCACHE_DIR=${CACHE}/ccache-chroot-7.2 ${REPO_ROOT}/build.sh"
+  assert_output --partial "build 999.20.01 --kernel ${FIXTURE_KREL}"
+}
+
+@test "chroot.sh run: the command runs in the chroot with the binds, and the mounts vanish afterwards" {
+  [[ "$(id -u)" == 0 ]] || skip "needs root (mount namespaces, chroot)"
+  command -v unshare >/dev/null || skip "needs unshare (util-linux)"
+  [[ -x /bin/busybox ]] || skip "needs busybox-static for a tiny root"
+  local tiny="${BATS_TEST_TMPDIR}/chroots/7.2/root" a
+  mkdir -p "${tiny}/bin" "${tiny}/usr/bin" "${tiny}/proc" "${tiny}/dev" "${BATS_TEST_TMPDIR}/data"
+  cp /bin/busybox "${tiny}/bin/busybox"
+  for a in sh cat ls env; do ln -s busybox "${tiny}/bin/${a}"; done
+  ln -s ../../bin/busybox "${tiny}/usr/bin/env"
+  printf 'from the host\n' >"${BATS_TEST_TMPDIR}/data/file"
+  run "${REPO_ROOT}/ci/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind "${BATS_TEST_TMPDIR}/data:/mnt/data" \
+    -- /bin/sh -c 'cat /mnt/data/file; ls /proc/self/status; env | grep ^PATH='
+  assert_success
+  assert_line "from the host"
+  assert_line "/proc/self/status"
+  assert_line "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+  run grep -c "${BATS_TEST_TMPDIR}/chroots" /proc/mounts
+  assert_output 0
+  run "${REPO_ROOT}/ci/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind relative:/x -- /bin/true
+  assert_failure 2
+  run "${REPO_ROOT}/ci/chroot.sh" run 9.9 "${BATS_TEST_TMPDIR}/chroots" -- /bin/true
+  assert_failure 2
+  assert_output --partial "no chroot '9.9'"
+}
