@@ -1,8 +1,26 @@
 #!/usr/bin/env bats
-# The real-source tier: real upstream trees, real quilt, real kbuild against
-# Debian's kernel headers, real modules, QEMU, depmod. Slow (minutes per tag).
-# Every tag whose verified source this machine has runs; the others are
-# skipped, visibly, with the reason.
+# The real-source tier: the real upstream repository (a git bundle), real
+# quilt, real kbuild against Debian's kernel headers (6.1 installed, 6.12
+# extracted, 7.2 and 7.3 in chroots), real modules, QEMU, depmod. Slow.
+# What this machine cannot do is SKIPped, visibly, with the reason; a stage
+# the time budget left out is SKIPped with the budget's numbers.
+#
+# Environment (.ci/run sets these):
+#   NVP2P_TEST_GIT          bare git repository holding the upstream tags
+#                           (default: cloned from NVP2P_UPSTREAM_BUNDLE)
+#   NVP2P_UPSTREAM_BUNDLE   the git bundle (default: ../shared/upstream/
+#                           open-gpu-kernel-modules.bundle beside the checkout)
+#   NVP2P_TEST_SOURCES      directory of Debian's orig tarballs
+#   NVP2P_TEST_CACHE        build.sh cache (default: a temporary one)
+#   NVP2P_TEST_WORK         work directory (default: a temporary one)
+#   NVP2P_TEST_CHROOTS      where ci/chroot.sh keeps its chroots
+#   NVP2P_TEST_DEADLINE     when the whole tier must be done (seconds since
+#                           1970): the matrix's budget is what is left of it
+#                           less 8 minutes for the tests after it
+#   NVP2P_TEST_BUDGET       or: minutes the matrix may take (default: no limit)
+#   NVP2P_TEST_K612         a 6.12 header directory (else one is extracted)
+#   NVP2P_TEST_FULL_SAMPLE / NVP2P_TEST_COMPILE_SAMPLE
+#                           tags sampled for gate (b) / gate (a) (1 / 6)
 
 load ../test_helper
 
@@ -11,23 +29,74 @@ setup_file() {
   export REAL_CACHE="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}"
   export REAL_WORK="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}"
   export REAL_SUMMARY="${REAL_WORK}/summary.txt"
-  export REAL_LOG="${BATS_FILE_TMPDIR}/matrix.log"
-  local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}" --bisect)
-  [[ -n ${NVP2P_TEST_SOURCES:-} ]] && args+=(--sources "${NVP2P_TEST_SOURCES}")
+  export REAL_RESULTS="${REAL_WORK}/results.tsv"
+  export REAL_LOG="${REAL_WORK}/matrix.log"
+  mkdir -p "${REAL_WORK}" "${REAL_CACHE}"
+  : >"${REAL_RESULTS}"
+  real_git
   K61=$(newest_installed_headers)
   export K61
   if [[ -z ${K61} ]]; then
     export REAL_SKIP="no kernel headers installed (Debian: linux-headers-amd64)"
     return 0
   fi
-  args+=(--kernel "${K61}" --qemu "${K61}")
   K612=${NVP2P_TEST_K612:-$("${REPO_ROOT}/ci/kernel-sysroot.sh" "${REAL_CACHE}/kernels/6.12" 6.12 2>/dev/null || true)}
   export K612
+  real_chroots
+  local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}"
+    --results "${REAL_RESULTS}" --kernel "${K61}" --qemu "${K61}" --bisect
+    --full "newest,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-6}")
+  [[ -n ${REAL_GIT} ]] && args+=(--git "${REAL_GIT}")
+  [[ -n ${NVP2P_TEST_SOURCES:-} ]] && args+=(--sources "${NVP2P_TEST_SOURCES}")
   [[ -n ${K612} ]] && args+=(--kernel-src "${K612}")
-  mkdir -p "${REAL_WORK}"
+  local budget
+  if [[ -n ${NVP2P_TEST_DEADLINE:-} ]]; then
+    budget=$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60 - 8))
+    [[ ${budget} -ge 1 ]] || budget=1
+    args+=(--budget "${budget}")
+  elif [[ -n ${NVP2P_TEST_BUDGET:-} ]]; then
+    args+=(--budget "${NVP2P_TEST_BUDGET}")
+  fi
+  local c
+  for c in ${REAL_CHROOTS}; do
+    args+=(--chroot "${c}:${REAL_CHROOT_DIR}")
+  done
   REAL_RC=0
   "${REPO_ROOT}/ci/matrix.sh" "${args[@]}" >"${REAL_LOG}" 2>&1 || REAL_RC=$?
   export REAL_RC
+}
+
+# real_git: REAL_GIT, the upstream repository (or REAL_GIT_SKIP, why not).
+real_git() {
+  local bundle=${NVP2P_UPSTREAM_BUNDLE:-${REPO_ROOT}/../shared/upstream/open-gpu-kernel-modules.bundle}
+  REAL_GIT=${NVP2P_TEST_GIT:-}
+  REAL_GIT_SKIP=""
+  if [[ -z ${REAL_GIT} ]]; then
+    if [[ -f ${bundle} ]]; then
+      REAL_GIT=$("${REPO_ROOT}/ci/upstream-git.sh" "${bundle}" "${REAL_CACHE}/upstream.git" 2>&1) ||
+        { REAL_GIT_SKIP="the upstream bundle is unusable: ${REAL_GIT}" && REAL_GIT=""; }
+    else
+      REAL_GIT_SKIP="no upstream git repository: set NVP2P_TEST_GIT, or put the bundle at ${bundle}"
+    fi
+  fi
+  export REAL_GIT REAL_GIT_SKIP
+}
+
+# real_chroots: REAL_CHROOTS, the chroots made (ci/chroot.sh) under
+# REAL_CHROOT_DIR; REAL_CHROOT_SKIP says why others are missing.
+real_chroots() {
+  local c out
+  REAL_CHROOT_DIR=${NVP2P_TEST_CHROOTS:-${REAL_CACHE}/chroots}
+  REAL_CHROOTS=""
+  REAL_CHROOT_SKIP=""
+  for c in 7.2 7.3; do
+    if out=$("${REPO_ROOT}/ci/chroot.sh" make "${c}" "${REAL_CHROOT_DIR}" 2>&1); then
+      REAL_CHROOTS+="${c} "
+    else
+      REAL_CHROOT_SKIP+="chroot ${c}: $(tail -n 1 <<<"${out}"); "
+    fi
+  done
+  export REAL_CHROOT_DIR REAL_CHROOTS REAL_CHROOT_SKIP
 }
 
 newest_installed_headers() {
@@ -42,68 +111,184 @@ setup() {
   [[ -z ${REAL_SKIP:-} ]] || skip "${REAL_SKIP}"
 }
 
-# result TAG COLUMN: PASS, FAIL, SKIP or - from the matrix summary.
+# result TAG COLUMN: PASS, FAIL or SKIP from the matrix's results ("-" if none).
 result() {
-  awk -v tag="$1" -v col="$2" '
-    NR==1 && $1=="" { next }
-    $1=="TAG" { for (i=1;i<=NF;i++) c[$i]=i; next }
-    $1==tag && (col in c) { print $(c[col]); exit }' "${REAL_SUMMARY}"
+  awk -F'\t' -v t="$1" -v c="$2" '$1 == t && $2 == c { r = $3 } END { print (r == "" ? "-" : r) }' "${REAL_RESULTS}"
 }
 
 reason() {
-  sed -n -E "s/^(SKIP|FAIL) $1 $2: //p" "${REAL_SUMMARY}" | head -n 1
+  awk -F'\t' -v t="$1" -v c="$2" '$1 == t && $2 == c { r = $5 } END { print r }' "${REAL_RESULTS}"
 }
 
-is_required() {
-  [[ ",${NVP2P_TEST_REQUIRE:-}," == *",$1,"* ]]
+# columns_of TAG: the stages the matrix ran or skipped for TAG.
+columns_of() {
+  awk -F'\t' -v t="$1" '$1 == t { print $2 }' "${REAL_RESULTS}" | sort -u
 }
 
-# check_tag TAG: every column PASS; a skipped source fails only when required.
-check_tag() {
-  local tag=$1 src col
-  src=$(result "${tag}" source)
-  if [[ ${src} == SKIP ]]; then
-    is_required "${tag}" && fail "required tag ${tag} was skipped: $(reason "${tag}" source)"
-    skip "$(reason "${tag}" source)"
-  fi
-  for col in $(head -n 2 "${REAL_SUMMARY}" | awk '$1=="TAG" { for (i=2;i<=NF;i++) print $i }'); do
-    [[ $(result "${tag}" "${col}") == PASS ]] ||
-      fail "${tag} ${col}: $(result "${tag}" "${col}") $(reason "${tag}" "${col}") (matrix log: ${REAL_LOG})"
+# check_stages TAG...: every stage of every TAG PASSed; stages the time
+# budget skipped make the test SKIP (listed), any other SKIP or FAIL fails.
+check_stages() {
+  local tag col r skipped=""
+  for tag in "$@"; do
+    [[ -n $(columns_of "${tag}") ]] || fail "the matrix ran nothing for ${tag} (log: ${REAL_LOG})"
+    while IFS= read -r col; do
+      r=$(result "${tag}" "${col}")
+      case ${r} in
+      PASS) ;;
+      SKIP)
+        [[ $(reason "${tag}" "${col}") == "time budget"* ]] ||
+          fail "${tag} ${col}: SKIP: $(reason "${tag}" "${col}")"
+        skipped+="${tag} ${col}; "
+        ;;
+      *) fail "${tag} ${col}: ${r}: $(reason "${tag}" "${col}") (matrix log: ${REAL_LOG})" ;;
+      esac
+    done < <(columns_of "${tag}")
   done
-  if [[ -z ${K612} ]]; then
-    skip "${tag} passed every stage run, but no 6.12 headers could be extracted here, so the 6.12 build did not run"
-  fi
+  [[ -z ${skipped} ]] || skip "passed, but the time budget left out: ${skipped}"
 }
 
 @test "real-source matrix ran; summary (tag x stage)" {
   [[ -f ${REAL_SUMMARY} ]] || fail "no summary; matrix exit ${REAL_RC}: $(tail -n 30 "${REAL_LOG}")"
-  sed 's/^/# /' "${REAL_SUMMARY}" >&3
-  run grep -c ' FAIL ' "${REAL_SUMMARY}"
+  grep -v -E '^[0-9]{3}\.[0-9.]+ +PASS +PASS *$' "${REAL_SUMMARY}" | sed 's/^/# /' >&3
+  printf '# (%s tags applied only, PASS PASS, not shown)\n' "$(grep -c -E '^[0-9]{3}\.[0-9.]+ +PASS +PASS *$' "${REAL_SUMMARY}")" >&3
+  run grep -c '^FAIL ' "${REAL_SUMMARY}"
   assert_output 0
   assert_equal "${REAL_RC}" 0
 }
 
-@test "535.261.03 (Debian orig tarball): fetch --source, patch, build 6.1 + 6.12, module checks, QEMU load, bisect" {
-  check_tag 535.261.03
+@test "every tag in versions.conf: source pinned in the upstream repository, series applies at fuzz 0" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local tag n=0
+  while read -r tag _; do
+    [[ ${tag} =~ ^[0-9]{3}\. ]] || continue
+    n=$((n + 1))
+    assert_equal "${tag} source $(result "${tag}" source)" "${tag} source PASS"
+    assert_equal "${tag} apply $(result "${tag}" apply)" "${tag} apply PASS"
+  done <"${REPO_ROOT}/versions.conf"
+  printf '# %s tags applied at fuzz 0\n' "${n}" >&3
 }
 
-@test "555.58.02 (Debian orig tarball): fetch --source, patch, build 6.1 + 6.12, module checks, QEMU load, bisect" {
-  check_tag 555.58.02
+@test "the newest tag of every family: all modules for 6.1 and 6.12, module checks, QEMU load, bisect" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/kernel-sysroot.sh)"
+  local -a newest
+  mapfile -t newest < <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest')
+  printf '# %s\n' "${newest[*]}" >&3
+  check_stages "${newest[@]}"
 }
 
-@test "565.57.01 (upstream git or cache): fetch --source, patch, build 6.1 + 6.12, module checks, QEMU load, bisect" {
-  check_tag 565.57.01
+@test "the latest tag builds all modules on Debian's Linux 7.2 (sid) and 7.3 (trixie-backports), in chroots" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  [[ -z ${REAL_CHROOT_SKIP} ]] || skip "${REAL_CHROOT_SKIP}"
+  local latest c krel r
+  latest=$(grep -o -E '^[0-9]{3}\.[0-9.]+' "${REPO_ROOT}/versions.conf" | sort -V | tail -n 1)
+  for c in ${REAL_CHROOTS}; do
+    krel=$("${REPO_ROOT}/ci/chroot.sh" kernel "${c}" "${REAL_CHROOT_DIR}")
+    r=$(result "${latest}" "build:${krel}")
+    [[ ${r} == PASS ]] && { printf '# %s on %s: PASS\n' "${latest}" "${krel}" >&3 && continue; }
+    [[ ${r} == SKIP && $(reason "${latest}" "build:${krel}") == "time budget"* ]] &&
+      skip "time budget: ${latest} on ${krel} did not run"
+    fail "${latest} build:${krel}: ${r}: $(reason "${latest}" "build:${krel}") (matrix log: ${REAL_LOG})"
+  done
+}
+
+@test "rotating sample: other tags pass gate (a) or gate (b)" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local -a sampled
+  mapfile -t sampled < <(awk -F'\t' '$2 == "compile" || $2 ~ /^bisect$/ { print $1 }' "${REAL_RESULTS}" | sort -u |
+    grep -v -x -F -f <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest'))
+  [[ ${#sampled[@]} -gt 0 ]] || skip "no tag was sampled in this run"
+  printf '# %s\n' "${sampled[*]}" >&3
+  check_stages "${sampled[@]}"
+}
+
+@test "every pin in versions.conf equals what the upstream repository's tag gives (ci/pin-tags.sh check)" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  run "${REPO_ROOT}/ci/pin-tags.sh" check "${REAL_GIT}"
+  assert_success
+  assert_output --partial "$(grep -c -E '^[0-9]{3}\.' "${REPO_ROOT}/versions.conf") tags checked"
+}
+
+@test "Debian's orig tarballs verify against the core pin and patch at fuzz 0" {
+  [[ -n ${NVP2P_TEST_SOURCES:-} ]] || skip "no Debian orig tarballs here (NVP2P_TEST_SOURCES)"
+  local f tag n=0
+  for f in "${NVP2P_TEST_SOURCES}"/*.orig.tar.*; do
+    [[ -f ${f} ]] || continue
+    tag=$(sed -E 's/.*_([0-9.]+)\.orig\.tar\..*/\1/' <<<"${f##*/}")
+    run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" --work-dir "${BATS_TEST_TMPDIR}/work" \
+      patch "${tag}" --source "${f}"
+    assert_success
+    assert_output --partial "core tree"
+    n=$((n + 1))
+  done
+  [[ ${n} -gt 0 ]] || skip "no orig tarball in ${NVP2P_TEST_SOURCES}"
+}
+
+# data_copy: versions.conf, series, patches and kernels.conf in a temporary
+# data directory (build.sh's NVP2P_DATA_DIR), for rebase to change.
+data_copy() {
+  local data="${BATS_TEST_TMPDIR}/data"
+  mkdir -p "${data}"
+  cp -a "${REPO_ROOT}/versions.conf" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" "${REPO_ROOT}/kernels.conf" "${data}/"
+  printf '%s\n' "${data}"
+}
+
+@test "rebase round trip: the newest tag, removed from a copy, comes back from the bundle, applies and compiles" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local data latest before after
+  data=$(data_copy)
+  latest=$(grep -o -E '^[0-9]{3}\.[0-9.]+' "${data}/versions.conf" | sort -V | tail -n 1)
+  before=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
+  sed -i "/^${latest//./\\.} /d" "${data}/versions.conf"
+  NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
+    --work-dir "${BATS_TEST_TMPDIR}/work" rebase "${latest}" --source "${REAL_GIT}" --kernel "${K61}"
+  assert_success
+  assert_output --partial "rebase ${latest}: fits family"
+  # The same family and pins (computed again from the tag), tested apply,compile.
+  after=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
+  assert_equal "${after}" "${before}"
+  assert_equal "$(awk -v t="${latest}" '$1 == t { print $8 }' "${data}/versions.conf")" "apply,compile"
+}
+
+@test "rebase stops clearly where the registry keys moved: 575.64.05 without family 575" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local data
+  data=$(data_copy)
+  sed -i '/^575\./d' "${data}/versions.conf"
+  rm -rf "${data}/patches/575"
+  NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
+    --work-dir "${BATS_TEST_TMPDIR}/work" --dry-run rebase 575.64.05 --source "${REAL_GIT}"
+  assert_failure 7
+  assert_output --partial "family 565-570 does not fit 575.64.05"
+  assert_output --partial 'no "#define NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002"'
+}
+
+@test "rebase stops with the rejects where a manual port is needed: 595.45.04 without family 595" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local data
+  data=$(data_copy)
+  sed -i '/^595\./d' "${data}/versions.conf"
+  rm -rf "${data}/patches/595"
+  NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
+    --work-dir "${BATS_TEST_TMPDIR}/work" rebase 595.45.04 --source "${REAL_GIT}"
+  assert_failure 7
+  assert_output --partial "family 580-590 does not apply: p2p-0001-bar1-p2p-hal-for-all-gpus.patch is rejected even with fuzz"
+  assert_output --partial "gone from g_virt_mem_allocator_nvoc.c: dmaAllocBar1P2PMapping_46f6a7"
+  assert_output --partial "The work tree is kept for a manual port"
+  assert_file_exist "${BATS_TEST_TMPDIR}/work/rebase-595.45.04/tree/src/nvidia/generated/g_virt_mem_allocator_nvoc.c.rej"
+  run grep -c '^595\.' "${data}/versions.conf"
+  assert_output 0
 }
 
 @test "install into a staging root with the real depmod: the P2P modules win over a DKMS copy" {
   local tag mods="" t
-  for t in 535.261.03 555.58.02 565.57.01; do
+  while IFS= read -r t; do
     if [[ -f ${REAL_WORK}/${t}/modules-${K61}/nvidia.ko ]]; then
       tag=${t}
       mods="${REAL_WORK}/${t}/modules-${K61}"
       break
     fi
-  done
+  done < <(awk -F'\t' -v k="build:${K61}" '$2 == k && $3 == "PASS" { print $1 }' "${REAL_RESULTS}")
   [[ -n ${mods} ]] || skip "no tag was built for ${K61}"
   local root="${BATS_TEST_TMPDIR}/root"
   mkdir -p "${root}/lib/modules/${K61}/updates/dkms" "${root}/usr/lib/x86_64-linux-gnu" "${root}/etc"
