@@ -21,7 +21,7 @@ preflight_fail() {
 preflight_pipeline() {
   local tag=$1 tool
   stage preflight "tools, kernel headers, root, Secure Boot, userspace driver"
-  for tool in git make gcc quilt modinfo:kmod depmod:kmod tar; do
+  for tool in git make gcc g++ quilt modinfo:kmod depmod:kmod tar; do
     command -v "${tool%%:*}" >/dev/null 2>&1 ||
       preflight_fail "${EX_PREFLIGHT}" "'${tool%%:*}' is required but not installed (Debian package: ${tool#*:})"
   done

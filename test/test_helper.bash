@@ -61,6 +61,25 @@ path_without() {
   printf '%s\n' "${out}"
 }
 
+# path_hiding NAME...: a PATH where the commands NAME... are not found but
+# every other command is (a directory of links to the real ones; stubs first).
+path_hiding() {
+  local dir="${BATS_TEST_TMPDIR}/path-hiding" d f name
+  local -a dirs=()
+  local -A hide=()
+  for name in "$@"; do hide[${name}]=1; done
+  mkdir -p "${dir}"
+  IFS=: read -r -a dirs <<<"${PATH}"
+  for d in "${dirs[@]}"; do
+    [[ ${d} == "${STUBS}" ]] && continue
+    for f in "${d}"/*; do
+      name=${f##*/}
+      [[ -x ${f} && -z ${hide[${name}]+x} && ! -e ${dir}/${name} ]] && ln -s "${f}" "${dir}/${name}"
+    done
+  done
+  printf '%s:%s\n' "${STUBS}" "${dir}"
+}
+
 # run_build ARGS...: build.sh with the test's cache and work dirs.
 run_build() {
   run "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" "$@"

@@ -114,3 +114,11 @@ setup() {
   assert_output --partial "Next steps"
   assert_not_exist "${CACHE}"
 }
+
+@test "a machine without g++ (nvidia-modeset has C++) is refused before any work (10), naming the package" {
+  as_root
+  PATH="$(path_hiding g++)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_failure 10
+  assert_output --partial "'g++' is required but not installed (Debian package: g++)"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
+}
