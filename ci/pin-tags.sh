@@ -65,11 +65,13 @@ pin_add() {
     pins=$(git_pins "${git}" "${tag}") || die "${EX_FETCH}" "cannot compute the pins of ${tag} in ${git}"
     read -r V_COMMIT["${tag}"] V_TREE["${tag}"] V_CORE["${tag}"] <<<"${pins}"
     sha=unknown
-    url="${RUN_URL_BASE}/${tag}/NVIDIA-Linux-x86_64-${tag}.run"
+    url=""
+    # read empties its variables when it finds no line: the defaults come after.
     if [[ -n ${sums} ]] && read -r _ sha url < <(awk -v t="${tag}" '$1 == t' "${sums}"); then
       [[ ${sha} =~ ${SHA256_RE} || ${sha} == unknown ]] || die "${EX_DATA}" "${sums}: bad checksum for ${tag}"
-      [[ ${url} == https://* ]] || url="${RUN_URL_BASE}/${tag}/NVIDIA-Linux-x86_64-${tag}.run"
     fi
+    [[ -n ${sha} ]] || sha=unknown
+    [[ ${url} == https://* ]] || url="${RUN_URL_BASE}/${tag}/NVIDIA-Linux-x86_64-${tag}.run"
     V_FAMILY["${tag}"]=${family}
     V_RUN_SHA["${tag}"]=${sha}
     V_RUN_URL["${tag}"]=${url}

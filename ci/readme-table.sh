@@ -26,13 +26,11 @@ table() {
       [[ ${t} == - || " ${tokens[*]-} " == *" ${t} "* ]] || tokens+=("${t}")
     done
   done
-  mapfile -t tokens < <(printf '%s\n' "${tokens[@]+"${tokens[@]}"}" | awk '
-    { o = ($1 == "apply") ? 1 : ($1 == "compile") ? 2 : ($1 ~ /^build:/) ? 3 : ($1 ~ /^load:/) ? 4 : 5
-      print o "\t" $1 }' | sort -t$'\t' -k1,1n -k2,2V | cut -f2)
+  mapfile -t tokens < <(printf '%s\n' "${tokens[@]+"${tokens[@]}"}" | tested_sorted)
   printf '| family | tags |'
-  printf ' %s |' "${tokens[@]+"${tokens[@]}"}"
+  [[ ${#tokens[@]} -eq 0 ]] || printf ' %s |' "${tokens[@]}"
   printf '\n|---|---|'
-  printf -- '---|%.0s' "${tokens[@]+"${tokens[@]}"}"
+  [[ ${#tokens[@]} -eq 0 ]] || printf -- '---|%.0s' "${tokens[@]}"
   printf '\n'
   for fam in "${families[@]}"; do
     ftags=()

@@ -84,9 +84,7 @@ merged_tokens() {
     [[ ${t%% *} == "${tag}" ]] && have[${t#* }]=1
   done
   [[ ${#have[@]} -gt 0 ]] || { printf -- '-\n' && return 0; }
-  printf '%s\n' "${!have[@]}" | awk '
-    { o = ($1 == "apply") ? 1 : ($1 == "compile") ? 2 : ($1 ~ /^build:/) ? 3 : ($1 ~ /^load:/) ? 4 : 5
-      print o "\t" $1 }' | sort -t$'\t' -k1,1n -k2,2V | cut -f2 | paste -sd, -
+  printf '%s\n' "${!have[@]}" | tested_sorted | paste -sd, -
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

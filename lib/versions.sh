@@ -18,6 +18,13 @@ readonly SHA256_RE='^[0-9a-f]{64}$'
 readonly TESTED_TOKEN='(apply|compile|bisect|(build|load):[0-9]+\.[0-9]+)'
 readonly TESTED_RE="^(-|${TESTED_TOKEN}(,${TESTED_TOKEN})*)\$"
 
+# tested_sorted: the tested tokens on stdin (one per line) in their fixed
+# order: apply, compile, build:<k>..., load:<k>..., bisect.
+tested_sorted() {
+  awk '{ o = ($1 == "apply") ? 1 : ($1 == "compile") ? 2 : ($1 ~ /^build:/) ? 3 : ($1 ~ /^load:/) ? 4 : 5
+         print o "\t" $1 }' | sort -t$'\t' -k1,1n -k2,2V | cut -f2
+}
+
 # valid_tag_string STRING: a driver tag looks like 565.57.01 or 570.144 and
 # nothing else (no '/', '..', spaces or shell metacharacters get further).
 valid_tag_string() {

@@ -245,3 +245,68 @@ STUB
   assert_failure 2
   assert_output --partial "no chroot '9.9'"
 }
+
+@test "pin-tags.sh add: tags of a range get pins computed from git, in version order; check finds a wrong pin" {
+  make_fixture
+  local up="${BATS_TEST_TMPDIR}/up.git"
+  git clone -q --bare "${FIX}/upstream" "${up}"
+  fixture_release "${up}" 999.30.01
+  fixture_release "${up}" 999.25.01
+  printf '999.30.01 %s https://example.invalid/x.run\n' "$(printf 'a%.0s' {1..64})" >"${BATS_TEST_TMPDIR}/sums"
+  run "${REPO_ROOT}/ci/pin-tags.sh" add "${up}" 999 999.21 999.99 --run-sums "${BATS_TEST_TMPDIR}/sums"
+  assert_success
+  assert_output --partial "2 tags added to family 999"
+  assert_equal "$(grep -o -E '^999\.[0-9.]+' "${NVP2P_DATA_DIR}/versions.conf" | tr '\n' ' ')" "999.10.01 999.20.01 999.25.01 999.30.01 "
+  run grep -E "^999\.30\.01 +999 +$(git --git-dir="${up}" rev-parse '999.30.01^{commit}') $(git --git-dir="${up}" rev-parse '999.30.01^{tree}') [0-9a-f]{40} a{64} https://example.invalid/x.run -$" \
+    "${NVP2P_DATA_DIR}/versions.conf"
+  assert_success
+  run grep -E '^999\.25\.01 .* unknown +https://us\.download\.nvidia\.com/XFree86/Linux-x86_64/999\.25\.01/' "${NVP2P_DATA_DIR}/versions.conf"
+  assert_success
+  run "${REPO_ROOT}/ci/pin-tags.sh" check "${up}"
+  assert_success
+  # The fixture's 999.20.01 has no tag upstream: said, not counted.
+  assert_output --partial "SKIP 999.20.01: not in"
+  assert_output --partial "3 tags checked"
+  sed -i -E 's/^(999\.25\.01 +999 +[0-9a-f]{40} )[0-9a-f]/\1f/' "${NVP2P_DATA_DIR}/versions.conf"
+  run "${REPO_ROOT}/ci/pin-tags.sh" check "${up}"
+  assert_failure 1
+  assert_output --partial "MISMATCH 999.25.01"
+  run "${REPO_ROOT}/ci/pin-tags.sh" add "${up}" nosuch 999.21 999.99
+  assert_failure 4
+}
+
+@test "record-tested.sh: PASS adds, FAIL removes, SKIP keeps; a full build implies compile; order fixed" {
+  make_fixture
+  sed -i 's/ apply$/ apply,bisect/' "${NVP2P_DATA_DIR}/versions.conf"
+  printf '%s\t%s\t%s\t0\t%s\n' \
+    999.10.01 build:6.12.117+deb12-amd64 PASS "" \
+    999.10.01 build:6.1.0-56-amd64 PASS "" \
+    999.10.01 bisect FAIL "log" \
+    999.10.01 load:6.1.0-56-amd64 SKIP "time budget" \
+    999.20.01 apply PASS "" \
+    999.20.01 source PASS "" \
+    123.45.67 apply PASS "not listed" >"${BATS_TEST_TMPDIR}/r.tsv"
+  local before
+  before=$(awk '{ $8 = ""; print }' "${NVP2P_DATA_DIR}/versions.conf")
+  run "${REPO_ROOT}/ci/record-tested.sh" "${BATS_TEST_TMPDIR}/r.tsv"
+  assert_success
+  assert_output --partial "tested column changed for 2 tags"
+  assert_equal "$(awk '$1 == "999.10.01" { print $8 }' "${NVP2P_DATA_DIR}/versions.conf")" "apply,compile,build:6.1,build:6.12"
+  assert_equal "$(awk '$1 == "999.20.01" { print $8 }' "${NVP2P_DATA_DIR}/versions.conf")" "apply"
+  # Only the tested column changed; comments are kept.
+  assert_equal "$(awk '{ $8 = ""; print }' "${NVP2P_DATA_DIR}/versions.conf")" "${before}"
+  run "${REPO_ROOT}/ci/record-tested.sh" "${BATS_TEST_TMPDIR}/nonexistent.tsv"
+  assert_failure 2
+}
+
+@test "readme-table.sh: per family, how many tags passed each stage; README.md's copy is in step" {
+  make_fixture
+  sed -i 's/ apply$/ apply,build:6.1/' "${NVP2P_DATA_DIR}/versions.conf"
+  run "${REPO_ROOT}/ci/readme-table.sh"
+  assert_success
+  assert_line '| family | tags | apply | build:6.1 |'
+  assert_line '| 999 | 2: 999.10.01 .. 999.20.01 | 1: 999.10.01 | 1: 999.10.01 |'
+  unset NVP2P_DATA_DIR
+  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  assert_success
+}

@@ -40,6 +40,6 @@ shell_files() {
 @test "no eval, and versions.conf is never sourced" {
   run grep -rn -E '(^|[;&|[:space:]])eval[[:space:]]' "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/ci"
   assert_failure
-  run grep -rn -E '(source|\.)[[:space:]]+[^ ]*versions\.conf' "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/ci"
+  run grep -rn -E '(^|[;&|({[:space:]])(source|\.)[[:space:]]+[^ ]*versions\.conf' "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/ci"
   assert_failure
 }
