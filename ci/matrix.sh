@@ -52,8 +52,8 @@ Other:
                       that would likely end after MINUTES; it is SKIPped with
                       the reason. Estimates: the last run of that stage here,
                       else a conservative default. Full tags go in phases:
-                      the first kernel for each, then the other kernels, the
-                      chroots, QEMU, bisect; then --compile tags
+                      the first kernel for each, then the chroots, the other
+                      kernels, QEMU, bisect; then --compile tags
   --sample-seed N     the rotation of sample:N (default: days since 1970-01-01)
   --cache-dir DIR     build.sh's cache (verified sources); default as build.sh
   --work-dir DIR      build.sh's work dir; default: a new temporary directory
@@ -109,9 +109,11 @@ main() {
   mapfile -t full < <(ordered M_IN_FULL)
   mapfile -t compile < <(ordered M_IN_COMPILE)
   mapfile -t chroot < <(ordered M_IN_CHROOT)
+  # The chroot builds come before the other kernels: they are the only check
+  # of the 7.x compat patches, where a second 6.x kernel repeats much of the first.
   phase run_build_first "${full[@]+"${full[@]}"}"
-  phase run_build_others "${full[@]+"${full[@]}"}"
   phase run_build_chroots "${chroot[@]+"${chroot[@]}"}"
+  phase run_build_others "${full[@]+"${full[@]}"}"
   phase run_qemu "${full[@]+"${full[@]}"}"
   [[ ${M_BISECT} -eq 0 ]] || phase run_bisect "${full[@]+"${full[@]}"}"
   phase run_compile "${compile[@]+"${compile[@]}"}"
@@ -301,6 +303,17 @@ set_result() {
   printf '%-12s %-36s %s%s\n' "$1" "$2" "$3" "${4:+ ($4)}" >&2
   if [[ -n ${M_RESULTS} ]]; then
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${5:-0}" "${4:-}" >>"${M_RESULTS}"
+  fi
+}
+
+# skip_reason TAG STAGE WHY: WHY, or, when STAGE of TAG (the stage this one
+# needs) was left out by the time budget, a reason that says so.
+skip_reason() {
+  local reason=${REASON["$1|$2"]:-}
+  if [[ ${RESULT["$1|$2"]:-} == SKIP && ${reason} == "time budget"* ]]; then
+    printf 'time budget: %s (%s was left out)' "$3" "$2"
+  else
+    printf '%s' "$3"
   fi
 }
 
@@ -526,7 +539,7 @@ run_qemu() {
     mods="${P2P_WORK_DIR}/${tag}/modules-${krel}"
     log="${P2P_WORK_DIR}/logs/${tag}-load-${krel}.log"
     if [[ ! -d ${mods} ]]; then
-      set_result "${tag}" "load:${krel}" SKIP "no modules built for ${krel}"
+      set_result "${tag}" "load:${krel}" SKIP "$(skip_reason "${tag}" "build:${krel}" "no modules built for ${krel}")"
       continue
     fi
     budget_allows "${tag}" "load:${krel}" load || continue
@@ -573,7 +586,7 @@ run_bisect() {
   bdir="${P2P_WORK_DIR}/${tag}/build-${first}"
   log="${P2P_WORK_DIR}/logs/${tag}-bisect.log"
   if [[ ! -f ${bdir}/${BUILD_STAMP} ]]; then
-    set_result "${tag}" bisect SKIP "no build for ${first}"
+    set_result "${tag}" bisect SKIP "$(skip_reason "${tag}" "build:${first}" "no build for ${first}")"
     return 0
   fi
   budget_allows "${tag}" bisect bisect || return 0

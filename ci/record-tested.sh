@@ -15,8 +15,15 @@ REPO_DIR="$(dirname "${CI_DIR}")"
 source "${REPO_DIR}/build.sh"
 P2P_PROG="record-tested.sh"
 
+usage() {
+  sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+}
+
 main() {
-  [[ $# -gt 0 ]] || die "${EX_USAGE}" "usage: ci/record-tested.sh RESULTS.tsv..."
+  case ${1:-} in
+  -h | --help) usage && return 0 ;;
+  "") die "${EX_USAGE}" "usage: ci/record-tested.sh RESULTS.tsv..." ;;
+  esac
   local file tag stage result token conf tmp line changed=0
   local -A add=() del=()
   install_traps

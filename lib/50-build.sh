@@ -5,7 +5,7 @@
 readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
 readonly BUILD_STAMP=".nvidia-p2p-build"
 # Measured on 2 cores (README.md, "What was verified"): shown while building.
-readonly P2P_BUILD_ESTIMATE="measured on 2 cores: about 10 minutes with an empty ccache, 3 with a warm one"
+readonly P2P_BUILD_ESTIMATE="measured on 2 idle cores: 6-10 minutes with an empty ccache, 3 with a warm one; longer when other jobs share the cores"
 
 help_build() {
   cat <<'EOF'

@@ -30,7 +30,7 @@ exit_code_table() {
     "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
     "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
     "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch" \
-    "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written)" \
+    "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved" \
     "${EX_BUILD}" "kbuild failed, or the built modules failed their checks" \
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, Secure Boot, nothing built..." \

@@ -138,10 +138,12 @@ setup() {
 @test "--budget: a long stage that would end too late is SKIPped with the reason, not run" {
   make_fixture
   run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
-    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full newest --budget 1
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full newest --budget 1 --bisect
   assert_success
-  assert_line --regexp "^999\.20\.01 +PASS +PASS +SKIP *$"
+  assert_line --regexp "^999\.20\.01 +PASS +PASS +SKIP +SKIP *$"
   assert_output --partial "time budget: 0 of 1 min used, this stage takes about 15 min"
+  # A stage that needed the skipped build says the budget is why.
+  assert_line --regexp "^999\.20\.01 +bisect +SKIP \(time budget: no build for .* \(build:.* was left out\)\)$"
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
 }
@@ -297,6 +299,9 @@ STUB
   assert_equal "$(awk '{ $8 = ""; print }' "${NVP2P_DATA_DIR}/versions.conf")" "${before}"
   run "${REPO_ROOT}/ci/record-tested.sh" "${BATS_TEST_TMPDIR}/nonexistent.tsv"
   assert_failure 2
+  run "${REPO_ROOT}/ci/record-tested.sh" --help
+  assert_success
+  assert_output --partial "A PASS adds the stage's token"
 }
 
 @test "readme-table.sh: per family, how many tags passed each stage; README.md's copy is in step" {
