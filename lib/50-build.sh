@@ -29,7 +29,8 @@ is installed.
                      translation units the series changes, with upstream's own
                      build rules and flags (the RM objects in seconds; a
                      kernel-open object also runs the kernel's conftests, about
-                     2 minutes); no modules are made
+                     a minute, unless the cache holds results of the same
+                     conftest inputs); no modules are made
 
 The five modules (nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm,
 nvidia-peermem) are checked: modinfo version must equal <tag> and vermagic
@@ -399,11 +400,70 @@ compile_kernel_open_units() {
     objs+=("${unit%.c}.o")
     [[ " ${mods[*]-} " == *" ${unit%%/*} "* ]] || mods+=("${unit%%/*}")
   done
-  verbose "kernel-open units for ${P2P_KREL}: ${objs[*]} (runs the conftests first)"
-  local verdict=ok rc=0
+  local verdict=ok rc=0 key cached
+  key=$(conftest_key "${tree}/kernel-open" "${cc#ccache }" "${mods[@]}")
+  cached="${P2P_CACHE_DIR}/conftest/${key}"
+  if [[ -d ${cached} ]]; then
+    restore_conftest "${cached}" "${tree}/kernel-open/conftest"
+    verbose "kernel-open units for ${P2P_KREL}: ${objs[*]} (conftest results of the same inputs reused: ${cached})"
+  else
+    verbose "kernel-open units for ${P2P_KREL}: ${objs[*]} (runs the conftests first)"
+  fi
   run_logged make "${kb[@]}" "NV_KERNEL_MODULES=${mods[*]}" "${objs[@]}" || { verdict=FAIL && rc=1; }
   for unit in "$@"; do
     printf '%-5s kernel-open/%s (kernel %s)\n' "${verdict}" "${unit}" "${P2P_KREL}"
   done
+  [[ ${rc} -ne 0 || -d ${cached} ]] || save_conftest "${tree}/kernel-open/conftest" "${cached}"
   return "${rc}"
+}
+
+# conftest_key KDIR CC MODULE...: a digest of everything the kernel-open
+# conftests' results depend on: the compiler, the kernel (paths, .config,
+# release, generated config, version in its Makefile), conftest.sh, the
+# Kbuild files that choose the tests and their flags (Kbuild without its
+# NV_VERSION_STRING line: that macro is used by no test). 129 tags share 63
+# keys, so gate (a) runs half as many conftests. Missing files count as empty.
+conftest_key() {
+  local kdir=$1 cc=$2 f
+  shift 2
+  {
+    printf 'conftest-key-1\n%s\n%s\n%s\n%s\n%s\n' "$(compiler_id "${cc}")" "$(uname -m)" \
+      "${P2P_SYSSRC}" "${P2P_SYSOUT}" "$*"
+    for f in "${P2P_SYSOUT}/.config" "${P2P_SYSOUT}/include/generated/utsrelease.h" \
+      "${P2P_SYSOUT}/include/generated/autoconf.h" "${P2P_SYSSRC}/Makefile" \
+      "${kdir}/conftest.sh" "${kdir}/header-presence-tests.mk"; do
+      printf '== %s\n' "${f##*/}"
+      cat -- "${f}" 2>/dev/null || true
+    done
+    printf '== Kbuild\n'
+    grep -v 'NV_VERSION_STRING' "${kdir}/Kbuild" 2>/dev/null || true
+    for f in "$@"; do
+      printf '== %s.Kbuild\n' "${f}"
+      cat -- "${kdir}/${f}/${f}.Kbuild" 2>/dev/null || true
+    done
+  } | sha256sum | cut -d' ' -f1
+}
+
+# restore_conftest CACHED DIR: the cached conftest results into DIR, all with
+# one new mtime, so that make finds them newer than conftest.sh and runs no
+# test (the uts_release check still runs, and rewrites nothing when equal).
+restore_conftest() {
+  local now
+  rm -rf -- "$2"
+  cp -R -- "$1" "$2"
+  now=$(date +%s)
+  find "$2" -exec touch -d "@${now}" {} +
+}
+
+# save_conftest DIR CACHED: keep the conftest results of a successful
+# compile (written to a temporary name, then renamed).
+save_conftest() {
+  local tmp="$2.tmp.$$"
+  [[ -f $1/headers.h ]] || return 0
+  mkdir -p "$(dirname "$2")"
+  rm -rf -- "${tmp}"
+  if cp -R -- "$1" "${tmp}" && mv -T -- "${tmp}" "$2" 2>/dev/null; then
+    return 0
+  fi
+  rm -rf -- "${tmp}"
 }

@@ -230,7 +230,14 @@ fixture_build_stubs() {
 dir="" krel="" version="${FAKE_KO_VERSION:-${FIXTURE_TAG}}"
 [[ " $* " == *" clean "* ]] && exit 0
 # Single-object targets (build --units-only): succeed unless FAKE_UNIT_FAIL names one.
+# A kbuild one (M=) "runs the conftests" unless their results are there already.
 for a in "$@"; do
+  if [[ ${a} == M=* && ! -f ${a#M=}/conftest/headers.h ]]; then
+    echo "conftests ran" >>"${STUB_LOG}"
+    mkdir -p "${a#M=}/conftest/compile-tests"
+    echo '#define NV_FAKE_PRESENT' >"${a#M=}/conftest/compile-tests/fake.h"
+    cat "${a#M=}/conftest/compile-tests/fake.h" >"${a#M=}/conftest/headers.h"
+  fi
   [[ ${a} == *.o ]] || continue
   if [[ -n ${FAKE_UNIT_FAIL:-} && ${a} == *"${FAKE_UNIT_FAIL}"* ]]; then
     echo "${a%.o}.c:1:1: error: fake unit failure" >&2

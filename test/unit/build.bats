@@ -218,6 +218,51 @@ kernel_config() {
   assert_not_exist "${WORK}/${FIXTURE_TAG}/units"
 }
 
+@test "--units-only: conftest results are reused for the same conftest inputs only" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
+  assert_success
+  run grep -c '^conftests ran$' "${STUB_LOG}"
+  assert_output 1
+  run find "${CACHE}/conftest" -name headers.h
+  assert_output --regexp "^${CACHE}/conftest/[0-9a-f]{64}/headers.h\$"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only --verbose
+  assert_success
+  assert_output --partial "conftest results of the same inputs reused"
+  run grep -c '^conftests ran$' "${STUB_LOG}"
+  assert_output 1
+  # Another kernel configuration: the conftests run again.
+  printf 'CONFIG_OTHER=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
+  assert_success
+  run grep -c '^conftests ran$' "${STUB_LOG}"
+  assert_output 2
+}
+
+@test "conftest_key: changes with conftest.sh and the module's Kbuild, not with the version string" {
+  local k="${BATS_TEST_TMPDIR}/k" a b c d
+  mkdir -p "${k}/nvidia"
+  printf 'echo test\n' >"${k}/conftest.sh"
+  printf 'EXTRA_CFLAGS += -DNV_VERSION_STRING=\\"1.0\\"\nEXTRA_CFLAGS += -Wall\n' >"${k}/Kbuild"
+  printf 'NV_CONFTEST_FUNCTION_COMPILE_TESTS += a\n' >"${k}/nvidia/nvidia.Kbuild"
+  a=$(key_of "${k}")
+  sed -i 's/1\.0/2.0/' "${k}/Kbuild"
+  b=$(key_of "${k}")
+  assert_equal "${b}" "${a}"
+  printf 'NV_CONFTEST_FUNCTION_COMPILE_TESTS += b\n' >>"${k}/nvidia/nvidia.Kbuild"
+  c=$(key_of "${k}")
+  printf 'echo test2\n' >"${k}/conftest.sh"
+  d=$(key_of "${k}")
+  [[ ${c} != "${b}" && ${d} != "${c}" && ${a} =~ ^[0-9a-f]{64}$ ]]
+}
+
+key_of() {
+  (
+    # shellcheck source=build.sh
+    source "${BATS_TEST_DIRNAME}/../../build.sh"
+    P2P_SYSSRC=/nonexistent P2P_SYSOUT=/nonexistent conftest_key "$1" gcc nvidia
+  )
+}
+
 @test "--units-only: a unit that does not compile exits 8 and names it" {
   FAKE_UNIT_FAIL=kern_bus run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
   assert_failure 8
