@@ -21,7 +21,8 @@
 #   NVP2P_TEST_BUDGET       or: minutes the matrix may take (default: no limit)
 #   NVP2P_TEST_K612         a 6.12 header directory (else one is extracted)
 #   NVP2P_TEST_FULL_SAMPLE / NVP2P_TEST_COMPILE_SAMPLE
-#                           tags sampled for gate (b) / gate (a) (1 / 2)
+#                           tags sampled for gate (b) / gate (a) (1 / 6;
+#                           gate (a) reuses cached conftest results, ~30 s a tag)
 
 load ../test_helper
 
@@ -46,7 +47,7 @@ setup_file() {
   real_chroots
   local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}"
     --results "${REAL_RESULTS}" --kernel "${K61}" --qemu "${K61}" --bisect
-    --full "newest,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-2}")
+    --full "newest,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-6}")
   [[ -n ${REAL_GIT} ]] && args+=(--git "${REAL_GIT}")
   [[ -n ${NVP2P_TEST_SOURCES:-} ]] && args+=(--sources "${NVP2P_TEST_SOURCES}")
   [[ -n ${K612} ]] && args+=(--kernel-src "${K612}")
