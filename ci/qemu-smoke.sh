@@ -28,6 +28,8 @@ OPT_WORK_DIR=""
 OPT_TIMEOUT="$DEFAULT_TIMEOUT"
 OPT_KEEP=0
 OPT_EXPECT_FAIL=0
+OPT_SIG_ENFORCE=0
+readonly SIG_REJECT_RE='Loading of (unsigned module|module with unavailable key|module with unsupported crypto) is rejected'
 
 WORK_DIR=""
 WORK_DIR_IS_TEMP=0
@@ -65,6 +67,13 @@ Options:
   --expect-fail       negative control: skip the vermagic pre-check and pass
                       only if insmod of nvidia.ko fails (rc != 0) and its init
                       did not run (no "$GPU_LINE")
+  --sig-enforce       boot with module.sig_enforce=1 (what Secure Boot's
+                      lockdown enforces) and pass only if Debian's signed
+                      dependencies load and nvidia.ko, signed by no key the
+                      kernel trusts, is refused with EKEYREJECTED ("Key was
+                      rejected by service") and the kernel's "Loading of
+                      unsigned module is rejected" (or "... module with
+                      unavailable key ...": signed, key not enrolled)
   -h, --help          show this help
 
 Before booting, "modinfo -F vermagic" of nvidia.ko must start with RELEASE
@@ -125,6 +134,10 @@ parse_args() {
       ;;
     --expect-fail)
       OPT_EXPECT_FAIL=1
+      shift
+      ;;
+    --sig-enforce)
+      OPT_SIG_ENFORCE=1
       shift
       ;;
     -h | --help)
@@ -414,13 +427,14 @@ EOF
 
 # Run QEMU; print its exit status (124 when timeout stopped it).
 boot_qemu() {
-  local log="$1" rc=0
+  local log="$1" rc=0 append="console=ttyS0 loglevel=6 panic=-1"
+  ((OPT_SIG_ENFORCE)) && append+=" module.sig_enforce=1"
   timeout --foreground --kill-after=10 "$OPT_TIMEOUT" \
     qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 2048 \
     -nographic -no-reboot -nic none \
     -kernel "$WORK_DIR/image-root/boot/vmlinuz-$OPT_RELEASE" \
     -initrd "$WORK_DIR/initrd.img" \
-    -append "console=ttyS0 loglevel=6 panic=-1" \
+    -append "$append" \
     </dev/null >"$log" 2>&1 || rc=$?
   printf '%s\n' "$rc"
 }
@@ -461,13 +475,15 @@ first_match() {
 
 # Decide from a console log. Prints "PASS <text>" or "FAIL <reason>" on
 # stdout; returns 0 for PASS, 1 for FAIL.
-#   smoke_verdict LOGFILE [expect-pass|expect-fail] [RELEASE]
+#   smoke_verdict LOGFILE [expect-pass|expect-fail|expect-rejected] [RELEASE]
+# expect-rejected: booted with module.sig_enforce=1, nvidia.ko must be
+# refused for its signature (EKEYREJECTED and the kernel's reason).
 # RELEASE, when given, must match the release the guest reported.
 smoke_verdict() {
   local logfile="$1" mode="${2:-expect-pass}" want_release="${3:-}"
   local log line release rc gpu=0 symbols count
   local -x LC_ALL=C
-  if [[ "$mode" != expect-pass && "$mode" != expect-fail ]]; then
+  if [[ "$mode" != expect-pass && "$mode" != expect-fail && "$mode" != expect-rejected ]]; then
     echo "FAIL smoke_verdict: unknown mode '$mode'"
     return 1
   fi
@@ -520,6 +536,10 @@ smoke_verdict() {
   if grep -a -q -F -- "$GPU_LINE" <<<"$log"; then
     gpu=1
   fi
+  if [[ "$mode" == expect-rejected ]]; then
+    sig_verdict "$log" "$rc" "$gpu" "$release"
+    return
+  fi
   if [[ "$mode" == expect-fail ]]; then
     if ((rc == 0)); then
       echo "FAIL expected nvidia.ko to be rejected on $release, but insmod succeeded (rc=0)"
@@ -554,6 +574,25 @@ smoke_verdict() {
     echo "FAIL insmod nvidia.ko failed on $release: rc=$rc ($(errno_name "$rc")$(kernel_reason "$log"))"
   fi
   return 1
+}
+
+# sig_verdict LOG RC GPU RELEASE: expect-rejected's verdict (see smoke_verdict).
+sig_verdict() {
+  local log="$1" rc="$2" gpu="$3" release="$4" line
+  if ! grep -a -q -E '(^| )module\.sig_enforce=1( |$)' <<<"$log"; then
+    echo "FAIL the guest's command line lacks module.sig_enforce=1 (not checked: the kernel did not print it)"
+    return 1
+  fi
+  line="$(first_match "$log" "$SIG_REJECT_RE")"
+  if ((gpu || rc == 0)); then
+    echo "FAIL nvidia.ko loaded on $release under module.sig_enforce=1 (insmod rc=$rc): signatures are not enforced"
+    return 1
+  fi
+  if ((rc != 129)) || [[ -z "$line" ]]; then
+    echo "FAIL nvidia.ko refused on $release under module.sig_enforce=1, but not for its signature: rc=$rc ($(errno_name "$rc")$(kernel_reason "$log"))"
+    return 1
+  fi
+  echo "PASS nvidia.ko refused on $release under module.sig_enforce=1: insmod rc=129 ($(errno_name 129)), kernel: ${line#SMOKE dmesg nvidia: }"
 }
 
 # ": <first kernel message about nvidia>" that explains a rejection, or "".
@@ -593,7 +632,9 @@ main() {
   local log qemu_rc verdict status=0 mode=expect-pass start
   parse_args "$@"
   require_tools
-  if ((OPT_EXPECT_FAIL)); then
+  if ((OPT_SIG_ENFORCE)); then
+    mode=expect-rejected
+  elif ((OPT_EXPECT_FAIL)); then
     mode=expect-fail
   else
     check_vermagic

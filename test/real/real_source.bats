@@ -282,15 +282,60 @@ data_copy() {
   assert_output 0
 }
 
-@test "install into a staging root with the real depmod: the P2P modules win over a DKMS copy" {
-  local tag mods="" t
+# built_for_k61: "TAG DIR" of the first tag whose modules the matrix built
+# for K61 (nothing when none was).
+built_for_k61() {
+  local t
   while IFS= read -r t; do
     if [[ -f ${REAL_WORK}/${t}/modules-${K61}/nvidia.ko ]]; then
-      tag=${t}
-      mods="${REAL_WORK}/${t}/modules-${K61}"
-      break
+      printf '%s %s\n' "${t}" "${REAL_WORK}/${t}/modules-${K61}"
+      return 0
     fi
   done < <(awk -F'\t' -v k="build:${K61}" '$2 == k && $3 == "PASS" { print $1 }' "${REAL_RESULTS}")
+}
+
+# sig_enforce_smoke DIR TEXT...: ci/qemu-smoke.sh --sig-enforce on DIR
+# passes and its output holds each TEXT (skips when QEMU or the kernel
+# package cannot be had here).
+sig_enforce_smoke() {
+  local dir=$1 out rc=0 t
+  shift
+  out=$("${REPO_ROOT}/ci/qemu-smoke.sh" --kernel-release "${K61}" --modules "${dir}" --sig-enforce 2>&1) || rc=$?
+  [[ ${rc} -ne 77 ]] || skip "ci/qemu-smoke.sh cannot run here: $(tail -n 1 <<<"${out}")"
+  printf '# %s\n' "$(tail -n 1 <<<"${out}")" >&3
+  for t in "$@"; do
+    [[ ${rc} -eq 0 && ${out} == *"${t}"* ]] || { printf '%s\n(exit %s; expected: %s)\n' "${out}" "${rc}" "${t}" && return 1; }
+  done
+}
+
+@test "Secure Boot: booted with module.sig_enforce=1 (QEMU), an unsigned nvidia.ko is refused as a user sees it" {
+  local tag="" mods=""
+  read -r tag mods < <(built_for_k61) || true
+  [[ -n ${mods} ]] || skip "no tag was built for ${K61}"
+  sig_enforce_smoke "${mods}" "qemu-smoke: PASS nvidia.ko refused on ${K61} under module.sig_enforce=1: insmod rc=129" \
+    "kernel: Loading of unsigned module is rejected"
+}
+
+@test "Secure Boot: a nvidia.ko signed with a key the kernel does not trust (not enrolled) is refused too" {
+  local tag="" mods="" signed="${BATS_TEST_TMPDIR}/signed" sf="/lib/modules/${K61}/build/scripts/sign-file" m
+  read -r tag mods < <(built_for_k61) || true
+  [[ -n ${mods} ]] || skip "no tag was built for ${K61}"
+  [[ -x ${sf} ]] || skip "no ${sf} (Debian: linux-kbuild of ${K61})"
+  command -v openssl >/dev/null || skip "openssl is not installed"
+  cp -r "${mods}" "${signed}"
+  openssl req -new -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=nvidia-p2p test key, not enrolled/" \
+    -keyout "${BATS_TEST_TMPDIR}/key.pem" -out "${BATS_TEST_TMPDIR}/cert.pem" 2>/dev/null
+  for m in "${signed}"/*.ko; do
+    "${sf}" sha256 "${BATS_TEST_TMPDIR}/key.pem" "${BATS_TEST_TMPDIR}/cert.pem" "${m}"
+  done
+  run modinfo -F signer "${signed}/nvidia.ko"
+  assert_output "nvidia-p2p test key, not enrolled"
+  sig_enforce_smoke "${signed}" "kernel: Loading of module with unavailable key is rejected"
+}
+
+@test "install into a staging root with the real depmod: the P2P modules win over a DKMS copy" {
+  local tag="" mods=""
+  read -r tag mods < <(built_for_k61) || true
   [[ -n ${mods} ]] || skip "no tag was built for ${K61}"
   local root="${BATS_TEST_TMPDIR}/root"
   mkdir -p "${root}/lib/modules/${K61}/updates/dkms" "${root}/usr/lib/x86_64-linux-gnu" "${root}/etc"

@@ -145,6 +145,41 @@ ALL_TOOLS=(qemu-system-x86_64 cpio dpkg-deb depmod modprobe timeout apt-get apt-
   assert_output --partial "is missing or empty"
 }
 
+# --- smoke_verdict, expect-rejected (--sig-enforce) -------------------------
+
+sig_log() {
+  make_log "[    0.09] Kernel command line: console=ttyS0 loglevel=6 panic=-1${SIG_CMDLINE- module.sig_enforce=1}" \
+    "SMOKE init start release=6.1.0-56-amd64" "SMOKE insmod dep drm rc=0" "$@" "SMOKE done"
+}
+
+@test "verdict expect-rejected: an unsigned nvidia.ko refused with EKEYREJECTED passes, naming the kernel's reason" {
+  run smoke_verdict "$(sig_log "insmod: can't insert '/smoke/nvidia/nvidia.ko': Key was rejected by service" \
+    "SMOKE insmod nvidia rc=129" "SMOKE dmesg nvidia: [    3.10] Loading of unsigned module is rejected")" expect-rejected 6.1.0-56-amd64
+  assert_success
+  assert_output "PASS nvidia.ko refused on 6.1.0-56-amd64 under module.sig_enforce=1: insmod rc=129 (EKEYREJECTED, signature rejected), kernel: Loading of unsigned module is rejected"
+  run smoke_verdict "$(sig_log "SMOKE insmod nvidia rc=129" "SMOKE dmesg nvidia: [    3.10] Loading of module with unavailable key is rejected")" expect-rejected
+  assert_success
+  assert_output --partial "kernel: Loading of module with unavailable key is rejected"
+}
+
+@test "verdict expect-rejected: a module that loads, or is refused for another reason, fails" {
+  run smoke_verdict "$(sig_log "SMOKE insmod nvidia rc=19" "SMOKE dmesg nvidia: NVRM: No NVIDIA GPU found.")" expect-rejected
+  assert_failure 1
+  assert_output --partial "signatures are not enforced"
+  run smoke_verdict "$(sig_log "SMOKE insmod nvidia rc=8")" expect-rejected
+  assert_failure 1
+  assert_output --partial "but not for its signature: rc=8"
+  run smoke_verdict "$(sig_log "SMOKE insmod nvidia rc=129")" expect-rejected
+  assert_failure 1
+  assert_output --partial "but not for its signature: rc=129"
+}
+
+@test "verdict expect-rejected: a boot without module.sig_enforce=1 fails" {
+  SIG_CMDLINE="" run smoke_verdict "$(SIG_CMDLINE="" sig_log "SMOKE insmod nvidia rc=129" "SMOKE dmesg nvidia: Loading of unsigned module is rejected")" expect-rejected
+  assert_failure 1
+  assert_output --partial "lacks module.sig_enforce=1"
+}
+
 # --- smoke_verdict, --expect-fail mode --------------------------------------
 
 @test "verdict expect-fail: invalid module format passes" {
