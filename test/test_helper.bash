@@ -246,6 +246,15 @@ for a in "$@"; do
   units=1
 done
 [[ -n ${units:-} ]] && exit 0
+# The kernel-independent objects alone (package): upstream's .o_binary targets.
+if [[ " $* " == *".o_binary "* ]]; then
+  while [[ $# -gt 0 ]]; do [[ $1 == -C ]] && dir=$2; shift; done
+  [[ -n ${FAKE_OBJECTS_FAIL:-} ]] && { echo "nv.c:1: error: fake object failure" >&2; exit 2; }
+  mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/Linux_x86_64"
+  printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
+  printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
+  exit 0
+fi
 while [[ $# -gt 0 ]]; do
   case $1 in
   -C) dir=$2; shift ;;
@@ -260,6 +269,9 @@ done
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
 done
+mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/Linux_x86_64"
+printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
+printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
 STUB
   stub modinfo - <<'STUB'
 field="" file=""
@@ -280,4 +292,25 @@ STUB
   stub uname - <<'STUB'
 case "$1" in -r) echo "${FIXTURE_KREL}" ;; *) echo Linux ;; esac
 STUB
+}
+
+# stub_dkms: the dkms stand-in (test/fixtures/dkms) first on PATH.
+stub_dkms() {
+  stub dkms - <<STUB
+exec "${REPO_ROOT}/test/fixtures/dkms" "\$@"
+STUB
+}
+
+# kernel_sign_file ROOT KREL: the sign-file stand-in (byte-identical output to
+# the kernel's, see sign.bats) as KREL's headers' scripts/sign-file.
+kernel_sign_file() {
+  install -D -m 0755 "${REPO_ROOT}/test/fixtures/sign-file" "$1/usr/src/linux-headers-$2/scripts/sign-file"
+}
+
+# make_key_pair DIR NAME [DAYS]: NAME.key (PEM) and NAME.der (certificate) in DIR.
+make_key_pair() {
+  local dir=$1 name=$2 days=${3:-30}
+  mkdir -p "${dir}"
+  openssl req -new -x509 -nodes -days "${days}" -newkey rsa:2048 -subj "/CN=${name}/" \
+    -keyout "${dir}/${name}.key" -outform DER -out "${dir}/${name}.der" >/dev/null 2>&1
 }
