@@ -169,8 +169,8 @@ sign_file_for() {
 
 # sign_hash_for KVER: the kernel's module signature hash (sha256 if unknown).
 sign_hash_for() {
-  local h=""
-  h=$(sed -n -E 's/^CONFIG_MODULE_SIG_HASH="([a-z0-9-]+)"$/\1/p' "${P2P_ROOT}/lib/modules/$1/build/.config" 2>/dev/null | head -n 1)
+  local h="" config="${P2P_ROOT}/lib/modules/$1/build/.config"
+  [[ -r ${config} ]] && h=$(sed -n -E 's/^CONFIG_MODULE_SIG_HASH="([a-z0-9-]+)"$/\1/p' "${config}" | head -n 1)
   printf '%s\n' "${h:-sha256}"
 }
 

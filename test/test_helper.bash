@@ -314,3 +314,18 @@ make_key_pair() {
   openssl req -new -x509 -nodes -days "${days}" -newkey rsa:2048 -subj "/CN=${name}/" \
     -keyout "${dir}/${name}.key" -outform DER -out "${dir}/${name}.der" >/dev/null 2>&1
 }
+
+# make_expired_pair DIR NAME: NAME.key and NAME.pem, a certificate that
+# expired on 2020-01-02 (openssl ca sets past dates; req cannot).
+make_expired_pair() {
+  local dir=$1 name=$2 ca
+  ca="${dir}/ca-${name}"
+  mkdir -p "${ca}"
+  : >"${ca}/index.txt"
+  echo 01 >"${ca}/serial"
+  printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s/index.txt\nnew_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n' \
+    "${ca}" "${ca}" "${ca}" >"${ca}/ca.cnf"
+  openssl req -new -nodes -newkey rsa:2048 -subj "/CN=${name}/" -keyout "${dir}/${name}.key" -out "${ca}/req.csr" >/dev/null 2>&1
+  openssl ca -batch -config "${ca}/ca.cnf" -selfsign -keyfile "${dir}/${name}.key" -in "${ca}/req.csr" \
+    -startdate 20200101000000Z -enddate 20200102000000Z -out "${dir}/${name}.pem" >/dev/null 2>&1
+}
