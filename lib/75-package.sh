@@ -14,6 +14,11 @@
 # any Debian or Ubuntu machine can make it.
 
 readonly PKG_NAME="nvidia-p2p-dkms"
+# Packages that put NVIDIA kernel modules on the system, which must not be
+# loadable beside ours: Debian's DKMS packages (proprietary, open, Tesla)
+# and the virtual package Ubuntu's nvidia-dkms-<branch> provide. No
+# Replaces: no file is shared. No Breaks: Conflicts already keeps them apart.
+readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel"
 
 help_package() {
   cat <<'EOF'
@@ -178,10 +183,9 @@ deb_maintainer() {
   fi
 }
 
-# deb_control TAG DIR: DEBIAN/control. Conflicts/Replaces with the
-# distributions' NVIDIA kernel module packages (by name and by the virtual
-# packages they provide), Provides what Debian's userspace packages of the
-# same version depend on.
+# deb_control TAG DIR: DEBIAN/control. Conflicts with the distributions'
+# NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
+# packages Debian's userspace packages of the same version depend on.
 deb_control() {
   local tag=$1 d=$2 size
   size=$(du -sk --exclude=DEBIAN "${d}" | cut -f1)
@@ -194,8 +198,7 @@ Installed-Size: ${size}
 Depends: dkms (>= ${DKMS_MIN_VERSION})
 Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers
 Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}
-Conflicts: nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms-any, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel
-Replaces: nvidia-kernel-dkms, nvidia-open-kernel-dkms
+Conflicts: ${PKG_CONFLICTS}
 Section: kernel
 Priority: optional
 Homepage: https://github.com/NVIDIA/open-gpu-kernel-modules
