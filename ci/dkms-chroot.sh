@@ -97,14 +97,15 @@ tree_state() {
 check_modules() {
   local kver=$1 tag=$2 m f
   for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
-    f=/lib/modules/${kver}/updates/dkms/${m}.ko
-    [[ -f ${f} ]] || { echo "missing ${f}" && return 1; }
+    f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" | head -n 1)
+    [[ -f ${f} ]] || { echo "missing ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
     [[ "$(modinfo -F version "${f}")" == "${tag}" ]] || { echo "${f}: version $(modinfo -F version "${f}")" && return 1; }
     [[ "$(modinfo -F vermagic "${f}")" == "${kver} "* ]] || { echo "${f}: vermagic $(modinfo -F vermagic "${f}")" && return 1; }
     module_sig_verify "${f}" /var/lib/dkms/mok.pub || { echo "${f}: signature does not verify against /var/lib/dkms/mok.pub" && return 1; }
     echo "${f}: version ${tag}, vermagic ${kver}, signer $(modinfo -F signer "${f}"), signature verified"
   done
   modprobe -S "${kver}" --show-depends nvidia | tee /dev/stderr | grep -q "/updates/dkms/nvidia.ko"
+  du -sh "/lib/modules/${kver}/updates/dkms"
 }
 
 same_state() {
@@ -133,7 +134,7 @@ steps() {
   step "lintian" lintian --info --display-info "${deb}"
   step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "${deb}"
   step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
-  step "no modules for ${k2} (no headers)" test ! -e "/lib/modules/${k2}/updates/dkms/nvidia.ko"
+  step "no modules for ${k2} (no headers)" bash -c "! ls /lib/modules/${k2}/updates/dkms/nvidia.ko* 2>/dev/null"
   step "install the headers of ${k2}: DKMS's hook builds for it" dpkg -i "${hdr2}"
   step "modules of ${k2}: version, vermagic, signature, depmod's choice" check_modules "${k2}" "${tag}"
   step "modules of ${k1} still there" check_modules "${k1}" "${tag}"

@@ -32,6 +32,11 @@ preflight_pipeline() {
       preflight_fail "${EX_PREFLIGHT}" "the install step needs root: run as root (sudo is not installed)"
     fi
   fi
+  if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
+    local problem
+    problem=$(dkms_problem)
+    [[ -z ${problem} ]] || preflight_fail "${EX_PREFLIGHT}" "${problem}"
+  fi
   preflight_kernel
   sign_resolve
   preflight_secure_boot

@@ -255,12 +255,16 @@ refresh_module_index() {
   stage depmod "${kver}"
   run "${depmod_cmd[@]}" "${kver}" || die "${EX_INSTALL}" "depmod failed for ${kver}"
   initrd=$(initramfs_path "${kver}")
-  if command -v update-initramfs >/dev/null 2>&1; then
-    [[ -e ${initrd} ]] && txn_save "${initrd}"
+  if [[ ! -e ${initrd} ]]; then
+    # A kernel with headers but no initramfs (not booted from this machine's
+    # images): nothing to regenerate.
+    stage initramfs "none for ${kver} (${initrd}): nothing to update"
+  elif command -v update-initramfs >/dev/null 2>&1; then
+    txn_save "${initrd}"
     stage initramfs "update-initramfs -u -k ${kver}"
     run_logged update-initramfs -u -k "${kver}" || die "${EX_INSTALL}" "update-initramfs failed for ${kver}"
   elif command -v dracut >/dev/null 2>&1; then
-    [[ -e ${initrd} ]] && txn_save "${initrd}"
+    txn_save "${initrd}"
     stage initramfs "dracut --force --kver ${kver}"
     run_logged dracut --force --kver "${kver}" || die "${EX_INSTALL}" "dracut failed for ${kver}"
   else

@@ -128,15 +128,27 @@ dkms_version() {
   dkms --version 2>/dev/null | sed -n -E 's/^dkms(-| )([0-9][0-9.]*).*/\2/p' | head -n 1
 }
 
-# dkms_preflight: dkms installed and new enough.
-dkms_preflight() {
+# dkms_problem: why dkms cannot be used (not installed, too old), or nothing.
+dkms_problem() {
   local v
-  command -v dkms >/dev/null 2>&1 ||
-    die "${EX_PREFLIGHT}" "dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms for a single-kernel install without it"
+  if ! command -v dkms >/dev/null 2>&1; then
+    printf 'dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms for a single-kernel install without it\n'
+    return 0
+  fi
   v=$(dkms_version)
-  [[ -n ${v} ]] || die "${EX_PREFLIGHT}" "cannot tell the version of dkms ('dkms --version' printed nothing usable)"
-  version_le "${DKMS_MIN_VERSION}" "${v}" ||
-    die "${EX_PREFLIGHT}" "dkms ${v} is older than ${DKMS_MIN_VERSION}, the oldest this was tested with: upgrade dkms, or pass --no-dkms"
+  if [[ -z ${v} ]]; then
+    printf "cannot tell the version of dkms ('dkms --version' printed nothing usable)\n"
+  elif ! version_le "${DKMS_MIN_VERSION}" "${v}"; then
+    printf 'dkms %s is older than %s, the oldest this was tested with: upgrade dkms, or pass --no-dkms\n' "${v}" "${DKMS_MIN_VERSION}"
+  fi
+  return 0
+}
+
+# dkms_preflight: dkms installed and new enough (EX_PREFLIGHT otherwise).
+dkms_preflight() {
+  local problem
+  problem=$(dkms_problem)
+  [[ -z ${problem} ]] || die "${EX_PREFLIGHT}" "${problem}"
 }
 
 # dkms_target_kernels: P2P_KERNELS, the kernels DKMS builds for now: --kernel
@@ -259,16 +271,6 @@ dkms_remove_all() {
       die "${EX_INSTALL}" "dkms remove ${DKMS_MODULE}/${ver} --all failed"
     run rm -rf -- "$(dkms_src_dir "${ver}")"
   done
-}
-
-# dkms_installed_module KVER: the nvidia.ko DKMS installed for KVER (its
-# .ko, .ko.xz or .ko.zst), or nothing.
-dkms_installed_module() {
-  local f
-  for f in "${P2P_ROOT}/lib/modules/$1/${DKMS_DEST}"/nvidia.ko*; do
-    [[ -f ${f} ]] && { printf '%s\n' "${f}" && return 0; }
-  done
-  return 0
 }
 
 # dkms_check_installed TAG: every module of TAG is where DKMS put it for each

@@ -200,9 +200,29 @@ sign_check_module() {
 # signature's length as a big-endian u32, "~Module signature appended~\n")
 # verifies the module's contents against CERT.
 module_sig_verify() {
-  local ko=$1 cert=$2 size siglen body tmp rc=0 trailer=$((${#MODULE_SIG_MAGIC} + 1))
-  local -a b=()
+  local ko=$1 cert=$2 tmp rc=0
   [[ -f ${ko} ]] || return 1
+  tmp=$(mktemp -d)
+  # DKMS compresses modules where the kernel does (.ko.xz, .ko.zst, .ko.gz):
+  # the signature is inside.
+  case ${ko} in
+  *.xz) xz -dc -- "${ko}" >"${tmp}/ko" || rc=1 ;;
+  *.zst) zstd -qdc -- "${ko}" >"${tmp}/ko" || rc=1 ;;
+  *.gz) gzip -dc -- "${ko}" >"${tmp}/ko" || rc=1 ;;
+  *) cp -- "${ko}" "${tmp}/ko" || rc=1 ;;
+  esac
+  if [[ ${rc} -eq 0 ]]; then
+    module_sig_verify_plain "${tmp}/ko" "${cert}" "${tmp}" || rc=1
+  fi
+  rm -rf -- "${tmp}"
+  return "${rc}"
+}
+
+# module_sig_verify_plain KO CERT TMPDIR: module_sig_verify on an
+# uncompressed module, with scratch space in TMPDIR.
+module_sig_verify_plain() {
+  local ko=$1 cert=$2 tmp=$3 size siglen body trailer=$((${#MODULE_SIG_MAGIC} + 1))
+  local -a b=()
   size=$(stat -c %s -- "${ko}")
   ((size > trailer + 12)) || return 1
   [[ "$(tail -c "${trailer}" -- "${ko}" | head -c "${#MODULE_SIG_MAGIC}")" == "${MODULE_SIG_MAGIC}" ]] || return 1
@@ -212,16 +232,11 @@ module_sig_verify() {
   siglen=$(((b[8] << 24) | (b[9] << 16) | (b[10] << 8) | b[11]))
   body=$((size - trailer - 12 - siglen))
   ((siglen > 0 && body > 0)) || return 1
-  tmp=$(mktemp -d)
   head -c "${body}" -- "${ko}" >"${tmp}/body"
   tail -c $((trailer + 12 + siglen)) -- "${ko}" | head -c "${siglen}" >"${tmp}/sig.p7"
-  cert_openssl "${cert}" -outform PEM -out "${tmp}/cert.pem" 2>/dev/null || rc=1
-  if [[ ${rc} -eq 0 ]]; then
-    openssl cms -verify -binary -inform DER -in "${tmp}/sig.p7" -content "${tmp}/body" \
-      -certfile "${tmp}/cert.pem" -nointern -noverify -out /dev/null >/dev/null 2>&1 || rc=1
-  fi
-  rm -rf -- "${tmp}"
-  return "${rc}"
+  cert_openssl "${cert}" -outform PEM -out "${tmp}/cert.pem" 2>/dev/null || return 1
+  openssl cms -verify -binary -inform DER -in "${tmp}/sig.p7" -content "${tmp}/body" \
+    -certfile "${tmp}/cert.pem" -nointern -noverify -out /dev/null >/dev/null 2>&1
 }
 
 # sign_enrolled CERT: yes, no, or unknown (no mokutil, or no EFI).

@@ -221,6 +221,7 @@ assert_nothing_of_ours() {
 }
 
 @test "dkms missing is refused (10) naming the package and --no-dkms; nothing changes" {
+  rm "${STUBS}/dkms"
   PATH="$(path_hiding dkms)" dkms_install
   assert_failure 10
   assert_output --partial "dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms"

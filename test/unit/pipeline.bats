@@ -140,6 +140,15 @@ setup() {
   assert_not_exist "${CACHE}"
 }
 
+@test "the pipeline without dkms is refused before any work (10), naming the package and --no-dkms" {
+  as_root
+  rm "${STUBS}/dkms"
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_failure 10
+  assert_output --partial "dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
+}
+
 @test "a machine without g++ (nvidia-modeset has C++) is refused before any work (10), naming the package" {
   as_root
   PATH="$(path_hiding g++)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream"
