@@ -294,11 +294,11 @@ case "$1" in -r) echo "${FIXTURE_KREL}" ;; *) echo Linux ;; esac
 STUB
 }
 
-# stub_dkms: the dkms stand-in (test/fixtures/dkms) first on PATH.
+# stub_dkms: the dkms stand-in (test/fixtures/dkms) first on PATH; it logs
+# its arguments to $STUB_LOG itself.
 stub_dkms() {
-  stub dkms - <<STUB
-exec "${REPO_ROOT}/test/fixtures/dkms" "\$@"
-STUB
+  printf '#!/usr/bin/env bash\nexec %q "$@"\n' "${REPO_ROOT}/test/fixtures/dkms" >"${STUBS}/dkms"
+  chmod +x "${STUBS}/dkms"
 }
 
 # kernel_sign_file ROOT KREL: the sign-file stand-in (byte-identical output to

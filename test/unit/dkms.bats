@@ -194,7 +194,7 @@ assert_nothing_of_ours() {
   assert_output --partial "rolled back"
   assert_file_exist "${DEST}/nvidia.ko"
   assert_file_exist "${DKMS_SRC}/dkms.conf"
-  assert_file_exist "${ROOT}/var/lib/dkms/nvidia-p2p/${FIXTURE_TAG}/source"
+  assert_dir_exist "${ROOT}/var/lib/dkms/nvidia-p2p/${FIXTURE_TAG}/source"
   assert_file_exist "${ROOT}/var/lib/nvidia-p2p/dkms-${FIXTURE_TAG}"
 }
 
