@@ -86,10 +86,13 @@ step() {
 # build.sh change, and each file's sha256; DKMS's signing key pair aside
 # (DKMS makes it at its first build and keeps it, by design).
 tree_state() {
-  find /lib/modules /usr/src /var/lib/dkms /etc/modprobe.d /etc/depmod.d /etc/dkms \
-    -path /var/lib/dkms/mok.key -o -path /var/lib/dkms/mok.pub -o -printf '%p %y %m %l\n' 2>/dev/null | LC_ALL=C sort
-  find /lib/modules /usr/src /var/lib/dkms /etc/modprobe.d /etc/depmod.d /etc/dkms -type f \
-    ! -name mok.key ! -name mok.pub -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum
+  local d
+  local -a dirs=()
+  for d in /lib/modules /usr/src /var/lib/dkms /etc/modprobe.d /etc/depmod.d /etc/dkms; do
+    [[ -d ${d} ]] && dirs+=("${d}")
+  done
+  find "${dirs[@]}" -path /var/lib/dkms/mok.key -o -path /var/lib/dkms/mok.pub -o -printf '%p %y %m %l\n' | LC_ALL=C sort
+  find "${dirs[@]}" -type f ! -name mok.key ! -name mok.pub -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
 }
 
 # check_modules KVER TAG: DKMS's modules for KVER: all five, version TAG,
