@@ -126,7 +126,8 @@ steps() {
   # the other one, whose headers come and go.
   k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
   k2=$(find /var/cache/apt/archives -maxdepth 1 -name 'linux-headers-[0-9]*-amd64_*.deb' -printf '%f\n' |
-    sed -E 's/^linux-headers-([^_]+)_.*/\1/' | { grep -v -x -F "${k1}" || true; } | sort -V | tail -n 1)
+    sed -E 's/^linux-headers-([^_]+)_.*/\1/' | { grep -E '^[0-9]+\.[0-9]+\.[0-9]' | grep -v -x -F "${k1}" || true; } |
+    sort -V | tail -n 1)
   [[ -n ${k1} && -n ${k2} ]] || { echo "need a kernel image and a second kernel's headers .deb" >&2 && return 1; }
   hdr2=$(find /var/cache/apt/archives -name "linux-headers-${k2}_*.deb" | head -n 1)
   printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
