@@ -225,7 +225,7 @@ module_sig_verify_plain() {
   local -a b=()
   size=$(stat -c %s -- "${ko}")
   ((size > trailer + 12)) || return 1
-  [[ "$(tail -c "${trailer}" -- "${ko}" | head -c "${#MODULE_SIG_MAGIC}")" == "${MODULE_SIG_MAGIC}" ]] || return 1
+  tail -c "${trailer}" -- "${ko}" | head -c "${#MODULE_SIG_MAGIC}" | grep -a -q -x -F -- "${MODULE_SIG_MAGIC}" || return 1
   [[ "$(tail -c 1 -- "${ko}" | od -An -tu1 | tr -d ' ')" == 10 ]] || return 1
   read -r -a b < <(tail -c $((trailer + 12)) -- "${ko}" | head -c 12 | od -An -tu1 -w12)
   [[ ${#b[@]} -eq 12 && ${b[2]} -eq 2 ]] || return 1
