@@ -98,7 +98,7 @@ tree_state() {
 # check_modules KVER TAG: DKMS's modules for KVER: all five, version TAG,
 # vermagic KVER, signed with DKMS's certificate, and the ones depmod picks.
 check_modules() {
-  local kver=$1 tag=$2 m f
+  local kver=$1 tag=$2 m f deps
   for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
     f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" | head -n 1)
     [[ -f ${f} ]] || { echo "missing ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
@@ -107,7 +107,10 @@ check_modules() {
     module_sig_verify "${f}" /var/lib/dkms/mok.pub || { echo "${f}: signature does not verify against /var/lib/dkms/mok.pub" && return 1; }
     echo "${f}: version ${tag}, vermagic ${kver}, signer $(modinfo -F signer "${f}"), signature verified"
   done
-  modprobe -S "${kver}" --show-depends nvidia | tee /dev/stderr | grep -q "/updates/dkms/nvidia.ko"
+  # (not tee /dev/stderr: reopening the step's log would truncate it)
+  deps=$(modprobe -S "${kver}" --show-depends nvidia)
+  printf '%s\n' "${deps}"
+  grep -q "/updates/dkms/nvidia.ko" <<<"${deps}"
   du -sh "/lib/modules/${kver}/updates/dkms"
 }
 
@@ -137,8 +140,8 @@ steps() {
   tree_state >/lab/work/state-before.txt
   step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w package "${tag}" --out /lab/work/out
   deb=/lab/work/out/nvidia-p2p-dkms_${tag}-1_amd64.deb
-  step "lintian" lintian --info --display-info "${deb}"
-  step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-download "${deb}"
+  step "lintian (errors and warnings fail; overrides in the package say why)" lintian --fail-on error,warning --info --display-info "${deb}"
+  step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${deb}"
   step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
   step "no modules for ${k2} (no headers)" bash -c "! ls /lib/modules/${k2}/updates/dkms/nvidia.ko* 2>/dev/null"
   step "install the headers of ${k2}: DKMS's hook builds for it" dpkg -i "${hdr2}"

@@ -254,7 +254,7 @@ dkms_install() {
   dkms_run add -m "${DKMS_MODULE}" -v "${tag}" ||
     die "${EX_INSTALL}" "dkms add ${DKMS_MODULE}/${tag} failed"
   for k in "${P2P_KERNELS[@]}"; do
-    stage dkms "build and install ${DKMS_MODULE}/${tag} for ${k} (kbuild of kernel-open: about 2 minutes on 2 cores)"
+    stage dkms "build and install ${DKMS_MODULE}/${tag} for ${k} (kbuild of kernel-open: measured 3.7-3.9 minutes on 2 idle cores)"
     dkms_run install -m "${DKMS_MODULE}" -v "${tag}" -k "${k}" ||
       die "${EX_INSTALL}" "DKMS could not build or install ${DKMS_MODULE}/${tag} for ${k}; its log: $(dkms_tree)/${DKMS_MODULE}/${tag}/build/make.log"
   done

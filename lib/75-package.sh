@@ -99,7 +99,7 @@ build_objects() {
   else
     make_args+=("CC=${cc}")
   fi
-  stage objects "${tag}: nv-kernel.o and nv-modeset-kernel.o with ${cc} (kernel-independent; about 2 minutes on 2 cores)"
+  stage objects "${tag}: nv-kernel.o and nv-modeset-kernel.o with ${cc} (kernel-independent; about 3 minutes on 2 idle cores, empty ccache)"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     P2P_OBJECTS_DIR=${dir}
@@ -152,13 +152,16 @@ deb_tree() {
   local tag=$1 d=$2 doc conf
   doc="${d}/usr/share/doc/${PKG_NAME}"
   conf=$(basename "$(p2p_modprobe_conf)")
-  mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/modprobe.d" "${d}/etc/depmod.d" "${doc}"
+  mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/modprobe.d" "${d}/etc/depmod.d" "${doc}" \
+    "${d}/usr/share/lintian/overrides"
   cp -a -- "$(payload_dir "${tag}")" "${d}/usr/src/${DKMS_MODULE}-${tag}"
   # Reproducible and lintian-friendly modes: directories 755, files 644,
   # scripts that kbuild runs 755.
   find "${d}/usr/src" -type d -exec chmod 0755 {} +
   find "${d}/usr/src" -type f -exec chmod 0644 {} +
   find "${d}/usr/src" -type f -name '*.sh' -exec chmod 0755 {} +
+  find "${d}/usr/src" -name '.gitignore' -delete
+  deb_lintian_overrides "${tag}" >"${d}/usr/share/lintian/overrides/${PKG_NAME}"
   modprobe_conf_text "${tag}" >"${d}/etc/modprobe.d/${conf}"
   depmod_conf_text "${DKMS_DEST}" >"${d}/etc/depmod.d/${conf}"
   deb_copyright "${tag}" >"${doc}/copyright"
@@ -170,16 +173,20 @@ deb_tree() {
   printf 'activate-noawait update-initramfs\n' >"${d}/DEBIAN/triggers"
   chmod 0755 "${d}/DEBIAN/postinst" "${d}/DEBIAN/prerm"
   chmod 0644 "${d}/DEBIAN/control" "${d}/DEBIAN/conffiles" "${d}/DEBIAN/triggers" \
-    "${d}/etc/modprobe.d/${conf}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz"
+    "${d}/etc/modprobe.d/${conf}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz" \
+    "${d}/usr/share/lintian/overrides/${PKG_NAME}"
   (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
   chmod 0644 "${d}/DEBIAN/md5sums"
 }
 
+# deb_maintainer: the Maintainer field: $DEBFULLNAME <$DEBEMAIL> (Debian's
+# convention) when set, else a placeholder in the reserved .invalid domain:
+# the package is a local build that no one maintains in an archive.
 deb_maintainer() {
   if [[ -n ${DEBEMAIL:-} ]]; then
     printf '%s <%s>\n' "${DEBFULLNAME:-${DEBEMAIL%%@*}}" "${DEBEMAIL}"
   else
-    printf 'nvidia-p2p local build <root@localhost>\n'
+    printf 'nvidia-p2p local build <nvidia-p2p@local-build.invalid>\n'
   fi
 }
 
@@ -212,6 +219,20 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  /etc/modprobe.d/nvidia-p2p.conf sets the driver options that switch P2P
  on; P2P is off when it is removed. The userspace driver of exactly ${tag}
  is needed beside it (NVIDIA's .run with --no-kernel-modules).
+EOF
+}
+
+# deb_lintian_overrides TAG: what lintian reports of this package that is
+# intended, each with the reason (README.md, "The Debian package").
+deb_lintian_overrides() {
+  local src="usr/src/${DKMS_MODULE}-$1"
+  cat <<EOF
+# Objects DKMS links into nvidia.ko and nvidia-modeset.ko (Debian's own
+# nvidia-kernel-dkms ships them the same way); the link needs their symbols.
+${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia/nv-kernel.o_binary]
+${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kernel.o_binary]
+# A local build for apt install ./file.deb, never uploaded to an archive.
+${PKG_NAME}: initial-upload-closes-no-bugs *
 EOF
 }
 
@@ -274,20 +295,26 @@ deb_changelog() {
 ${PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
 
   * Built by nvidia-p2p build.sh ${P2P_VERSION} from the verified upstream
-    source of ${tag} (tree ${V_TREE[${tag}]}) and patch family ${V_FAMILY[${tag}]}.
+    source of ${tag} and patch family ${V_FAMILY[${tag}]}.
+  * Upstream tree ${V_TREE[${tag}]}.
 
  -- $(deb_maintainer)  $(LC_ALL=C date -u -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
 EOF
 }
 
+# deb_copyright: debian/copyright, with upstream's notice from its COPYING.
 deb_copyright() {
-  cat <<'EOF'
+  local notice
+  notice=$(sed -n -E 's/^[[:space:]]*Copyright \([cC]\) ([0-9].*NVIDIA.*)$/\1/p' "${P2P_PATCHED_DIR}/COPYING" 2>/dev/null | head -n 1) || notice=""
+  cat <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: open-gpu-kernel-modules
 Source: https://github.com/NVIDIA/open-gpu-kernel-modules
 
 Files: *
-Copyright: NVIDIA Corporation
+Copyright: ${notice:-NVIDIA CORPORATION & AFFILIATES}
+EOF
+  cat <<'EOF'
 License: MIT or GPL-2
  The NVIDIA open GPU kernel modules are dual-licensed MIT / GPL-2.0; the
  nvidia-p2p patch series is under the same terms.

@@ -67,6 +67,31 @@ package() {
   (cd "${x}" && md5sum --quiet -c DEBIAN/md5sums)
 }
 
+@test "lintian's concerns: maintainer, copyright notice, no VCS files, overrides with their reasons" {
+  package
+  assert_success
+  run dpkg-deb -f "${DEB}" Maintainer
+  assert_output "nvidia-p2p local build <nvidia-p2p@local-build.invalid>"
+  # upstream's kernel-open/.gitignore stays out of the package
+  printf '*.o\n' >"${WORK}/${FIXTURE_TAG}/patched/kernel-open/.gitignore"
+  DEBEMAIL=ann@example.org DEBFULLNAME="Ann Example" package --revision 2
+  assert_success
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/dkms-src/.gitignore"
+  run dpkg-deb -f "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-2_amd64.deb" Maintainer
+  assert_output "Ann Example <ann@example.org>"
+  run dpkg-deb -c "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-2_amd64.deb"
+  refute_output --partial ".gitignore"
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  run cat "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
+  assert_line "nvidia-p2p-dkms: unstripped-binary-or-object [usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary]"
+  assert_line "nvidia-p2p-dkms: initial-upload-closes-no-bugs *"
+  run grep -c '^#' "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
+  assert_output 3
+  run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | awk 'length > 80 && !/^ -- /' | wc -l"
+  assert_output 0
+}
+
 @test "the maintainer scripts hand the build to DKMS and are valid sh" {
   package
   assert_success
