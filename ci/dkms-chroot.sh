@@ -60,8 +60,10 @@ inside() {
   mount --bind "${repo}" "${root}/lab/repo"
   mount --bind "${cache}" "${root}/lab/cache"
   mount --bind "${work}" "${root}/lab/work"
-  exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  # /usr/lib/ccache first: DKMS's kbuild runs gcc through ccache (the
+  # cache's ccache directory), so a rerun recompiles only what changed.
+  exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
+    PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}"
 }
 
@@ -114,6 +116,32 @@ check_modules() {
   du -sh "/lib/modules/${kver}/updates/dkms"
 }
 
+# other_kernel K1: the newest kernel other than K1 whose headers are
+# installed, else (a run that stopped after removing them) whose headers
+# .deb apt keeps.
+other_kernel() {
+  local k1=$1 d
+  {
+    for d in /lib/modules/*/build; do
+      [[ -e ${d}/Makefile ]] && basename "$(dirname "${d}")"
+    done
+    find /var/cache/apt/archives -maxdepth 1 -name 'linux-headers-[0-9]*-amd64_*.deb' -printf '%f\n' |
+      sed -E 's/^linux-headers-([^_]+)_.*/\1/'
+  } | { grep -E '^[0-9]+\.[0-9]+\.[0-9]' | grep -v -x -F "${k1}" || true; } | sort -V | tail -n 1
+}
+
+# headers_deb KVER: the .deb of linux-headers-KVER in apt's cache (fetched
+# from the archive when missing: mmdebstrap leaves the cache empty).
+headers_deb() {
+  local f
+  f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
+  if [[ -z ${f} ]]; then
+    (cd /var/cache/apt/archives && apt-get -q download "linux-headers-$1" >&2) || return 0
+    f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
+  fi
+  printf '%s\n' "${f}"
+}
+
 same_state() {
   local before=$1
   tree_state >/lab/work/state-now.txt
@@ -128,11 +156,10 @@ steps() {
   # K1: the kernel whose image is installed (update-initramfs needs it); K2:
   # the other one, whose headers come and go.
   k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
-  k2=$(find /var/cache/apt/archives -maxdepth 1 -name 'linux-headers-[0-9]*-amd64_*.deb' -printf '%f\n' |
-    sed -E 's/^linux-headers-([^_]+)_.*/\1/' | { grep -E '^[0-9]+\.[0-9]+\.[0-9]' | grep -v -x -F "${k1}" || true; } |
-    sort -V | tail -n 1)
-  [[ -n ${k1} && -n ${k2} ]] || { echo "need a kernel image and a second kernel's headers .deb" >&2 && return 1; }
-  hdr2=$(find /var/cache/apt/archives -name "linux-headers-${k2}_*.deb" | head -n 1)
+  k2=$(other_kernel "${k1}")
+  [[ -n ${k1} && -n ${k2} ]] || { echo "need a kernel image and a second kernel's headers" >&2 && return 1; }
+  hdr2=$(headers_deb "${k2}")
+  [[ -n ${hdr2} ]] || { echo "no .deb of linux-headers-${k2} (apt-get download failed)" >&2 && return 1; }
   printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
   step "configure the chroot" dpkg --configure -a
   step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
