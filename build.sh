@@ -24,8 +24,14 @@ source "${P2P_LIB_DIR}/40-patch.sh"
 source "${P2P_LIB_DIR}/50-build.sh"
 # shellcheck source=lib/60-install.sh
 source "${P2P_LIB_DIR}/60-install.sh"
+# shellcheck source=lib/65-dkms.sh
+source "${P2P_LIB_DIR}/65-dkms.sh"
+# shellcheck source=lib/66-sign.sh
+source "${P2P_LIB_DIR}/66-sign.sh"
 # shellcheck source=lib/70-userspace.sh
 source "${P2P_LIB_DIR}/70-userspace.sh"
+# shellcheck source=lib/75-package.sh
+source "${P2P_LIB_DIR}/75-package.sh"
 # shellcheck source=lib/80-rebase.sh
 source "${P2P_LIB_DIR}/80-rebase.sh"
 # shellcheck source=lib/commands.sh
@@ -48,6 +54,7 @@ P2P_RUN_FILE=""
 P2P_RUN_SHA256=""
 P2P_NO_RUN=0
 P2P_NO_USERSPACE=0
+P2P_NO_DKMS=0
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
 P2P_FAMILY=""
@@ -55,11 +62,12 @@ P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
 declare -A P2P_CMD_OPTS=(
-  [all]="--source --kernel --kernel-src --run --run-sha256 --no-userspace --no-ccache"
+  [all]="--source --kernel --kernel-src --run --run-sha256 --no-userspace --no-ccache --no-dkms --sign-key --sign-cert --sign-generate"
   [fetch]="--source --run --run-sha256 --no-run"
   [patch]="--source --out"
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
-  [install]="--kernel --run --run-sha256 --no-userspace"
+  [install]="--kernel --run --run-sha256 --no-userspace --no-dkms --sign-key --sign-cert --sign-generate"
+  [package]="--source --out --format --revision --no-ccache"
   [uninstall]="--kernel"
   [preflight]="--kernel"
   [rebase]="--source --family --kernel --kernel-src --run-sha256 --units-only --no-ccache"
@@ -82,17 +90,19 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache | --units-only)
+    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate)
       allowed_opt "${cmd}" "${opt}"
       case ${opt} in
       --no-run) P2P_NO_RUN=1 ;;
+      --no-dkms) P2P_NO_DKMS=1 ;;
+      --sign-generate) P2P_SIGN_GENERATE=1 ;;
       --no-userspace) P2P_NO_USERSPACE=1 ;;
       --no-ccache) P2P_NO_CCACHE=1 ;;
       --units-only) P2P_UNITS_ONLY=1 ;;
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --family)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --family | --sign-key | --sign-cert | --format | --revision)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -128,6 +138,13 @@ set_opt_value() {
     ;;
   --kernel-src) P2P_KERNEL_SRC=$(abs_path "$2") ;;
   --family) P2P_FAMILY=$2 ;;
+  --sign-key) P2P_SIGN_KEY=$(abs_path "$2") ;;
+  --sign-cert) P2P_SIGN_CERT=$(abs_path "$2") ;;
+  --format) P2P_FORMAT=$2 ;;
+  --revision)
+    [[ $2 =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "${EX_USAGE}" "--revision '$2' is not a Debian revision (digits first, then letters, digits, . + ~)"
+    P2P_REVISION=$2
+    ;;
   --run) P2P_RUN_FILE=$(abs_path "$2") ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
@@ -195,7 +212,7 @@ main() {
     return 0
   fi
   case ${cmd} in
-  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase) shift ;;
+  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package) shift ;;
   [0-9]*) cmd=all ;;
   *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
   esac

@@ -23,6 +23,8 @@ shopt -s inherit_errexit
 CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 CONF="${CI_DIR}/chroots.conf"
 MIRROR="${NVP2P_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+# Suites named *-security live in their own archive.
+SECURITY_MIRROR="${NVP2P_DEBIAN_SECURITY_MIRROR:-${MIRROR}-security}"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PACKAGES=(gcc g++ make kmod dwarves libc6-dev xz-utils ca-certificates git quilt ccache file bc)
 
@@ -54,13 +56,13 @@ main() {
   esac
 }
 
-# spec NAME: "suites headers" of NAME from chroots.conf.
+# spec NAME: "suites headers[ extra]" of NAME from chroots.conf.
 spec() {
-  local name=$1 n suites headers rest
-  while read -r n suites headers rest; do
+  local name=$1 n suites headers extra rest
+  while read -r n suites headers extra rest; do
     [[ -z ${n} || ${n} == \#* ]] && continue
     [[ -n ${headers} && -z ${rest} ]] || die 2 "${CONF}: malformed line for ${n}"
-    [[ ${n} == "${name}" ]] && { printf '%s %s\n' "${suites}" "${headers}" && return 0; }
+    [[ ${n} == "${name}" ]] && { printf '%s %s%s\n' "${suites}" "${headers}" "${extra:+ ${extra}}" && return 0; }
   done <"${CONF}"
   die 2 "no chroot '${name}' in ${CONF}"
 }
@@ -77,9 +79,9 @@ can_run() {
 }
 
 chroot_make() {
-  local name=$1 dir=$2 base="$2/$1" suites headers
+  local name=$1 dir=$2 base="$2/$1" suites headers extra
   can_run
-  read -r suites headers < <(spec "${name}")
+  read -r suites headers extra < <(spec "${name}")
   mkdir -p "${base}"
   if [[ -d ${base}/root && "$(cat "${base}/recipe" 2>/dev/null)" == "$(recipe "${name}")" ]]; then
     if chroot_verified "${base}/root"; then
@@ -90,7 +92,7 @@ chroot_make() {
     fi
     printf 'chroot.sh: %s: dpkg --verify found changed files; making it again\n' "${name}" >&2
   fi
-  chroot_new "${name}" "${base}" "${suites}" "${headers}"
+  chroot_new "${name}" "${base}" "${suites}" "${headers}${extra:+,${extra}}"
   printf '%s\n' "${base}/root"
 }
 
@@ -113,7 +115,10 @@ chroot_new() {
   local -a sources=()
   IFS=, read -r -a list <<<"${suites}"
   for suite in "${list[@]}"; do
-    sources+=("deb [signed-by=${KEYRING}] ${MIRROR} ${suite} main")
+    case ${suite} in
+    *-security) sources+=("deb [signed-by=${KEYRING}] ${SECURITY_MIRROR} ${suite} main") ;;
+    *) sources+=("deb [signed-by=${KEYRING}] ${MIRROR} ${suite} main") ;;
+    esac
   done
   tmp="${base}/root.new"
   rm -rf -- "${tmp}"

@@ -32,7 +32,13 @@ preflight_pipeline() {
       preflight_fail "${EX_PREFLIGHT}" "the install step needs root: run as root (sudo is not installed)"
     fi
   fi
+  if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
+    local problem
+    problem=$(dkms_problem)
+    [[ -z ${problem} ]] || preflight_fail "${EX_PREFLIGHT}" "${problem}"
+  fi
   preflight_kernel
+  sign_resolve
   preflight_secure_boot
   if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
     if [[ "$(userspace_versions | tr '\n' ' ')" != "${tag} " ]]; then
@@ -57,19 +63,25 @@ preflight_kernel() {
   resolve_kernel
 }
 
-# preflight_secure_boot: unsigned modules do not load under Secure Boot, and
-# installing them would leave the machine without a working driver.
-preflight_secure_boot() {
+# secure_boot_enabled: the firmware enforces Secure Boot (mokutil, else the
+# SecureBoot EFI variable).
+secure_boot_enabled() {
   local efivar="${P2P_SYSFS}/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-  local enabled=0
   if command -v mokutil >/dev/null 2>&1; then
-    mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled' && enabled=1
+    mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled'
   elif [[ -r ${efivar} ]]; then
-    [[ "$(od -An -tu1 -j4 -N1 "${efivar}" 2>/dev/null | tr -d ' ')" == 1 ]] && enabled=1
+    [[ "$(od -An -tu1 -j4 -N1 "${efivar}" 2>/dev/null | tr -d ' ')" == 1 ]]
+  else
+    return 1
   fi
-  if [[ ${enabled} -eq 1 ]]; then
-    preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled: the modules built here are unsigned and would not load; disable Secure Boot, or see README.md (Secure Boot)"
-  fi
+}
+
+# preflight_secure_boot: under Secure Boot the modules must be signed: refused
+# only when no key will sign them (sign_resolve has run).
+preflight_secure_boot() {
+  secure_boot_enabled || return 0
+  sign_available && return 0
+  preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled and no key would sign the modules (they would not load): use DKMS (drop --no-dkms), or --sign-key FILE --sign-cert FILE, or --sign-generate; see README.md (Secure Boot)"
 }
 
 help_preflight() {
@@ -93,12 +105,8 @@ cmd_preflight() {
     report fail "no kernel headers for ${kver}: $(headers_package_hint "${kver}")"
     fatal=1
   fi
-  if (P2P_DRY_RUN=0 preflight_secure_boot) 2>/dev/null; then
-    report ok "Secure Boot is off (or not detectable)"
-  else
-    report fail "Secure Boot is enabled: unsigned modules will not load"
-    fatal=1
-  fi
+  report_secure_boot || fatal=1
+  report_versions || fatal=1
   local -a gpus=()
   mapfile -t gpus < <(nvidia_gpus)
   [[ ${#gpus[@]} -gt 0 ]] || report warn "no NVIDIA GPU found in ${P2P_SYSFS}/bus/pci/devices"
@@ -122,6 +130,49 @@ cmd_preflight() {
 
 report() {
   printf '%-5s %s\n' "$1" "$2"
+}
+
+# report_secure_boot: Secure Boot's state and the key that would sign.
+report_secure_boot() {
+  local cert="${P2P_ROOT}${DKMS_MOK_CERT}"
+  if ! secure_boot_enabled; then
+    report ok "Secure Boot is off (or not detectable)"
+    return 0
+  fi
+  [[ -n ${P2P_SIGN_CERT} ]] && cert=${P2P_SIGN_CERT}
+  if [[ ! -e ${cert} ]] && ! command -v dkms >/dev/null 2>&1; then
+    report fail "Secure Boot is enabled and no key would sign the modules: install dkms (it makes and uses its own key pair), or pass --sign-key/--sign-cert or --sign-generate to install"
+    return 1
+  fi
+  if [[ ! -e ${cert} ]]; then
+    report warn "Secure Boot is enabled: DKMS makes its key pair ${DKMS_MOK_CERT} at its first build; enroll it then (build.sh install says how)"
+    return 0
+  fi
+  case $(sign_enrolled "${cert}") in
+  yes) report ok "Secure Boot is enabled; the signing certificate ${cert} is enrolled" ;;
+  no)
+    report fail "Secure Boot is enabled and the signing certificate ${cert} is NOT enrolled: sudo mokutil --import ${cert#"${P2P_ROOT}"}, reboot, enroll it in MOK Manager"
+    return 1
+    ;;
+  *) report warn "Secure Boot is enabled; whether ${cert} is enrolled cannot be told (mokutil --test-key)" ;;
+  esac
+}
+
+# report_versions: the installed P2P modules' version (DKMS, --no-dkms or
+# the nvidia-p2p-dkms package) against the userspace driver's.
+report_versions() {
+  local mods user
+  mods=$(installed_module_tags | tr '\n' ' ')
+  mods=${mods% }
+  user=$(userspace_versions | tr '\n' ' ')
+  user=${user% }
+  [[ -n ${mods} ]] || return 0
+  report info "nvidia-p2p modules installed: ${mods}"
+  if [[ -n ${user} && ${user} != "${mods}" ]]; then
+    report fail "userspace driver ${user} differs from the nvidia-p2p modules ${mods}: a \"Driver/library version mismatch\"; install NVIDIA's .run of ${mods%% *} with --no-kernel-modules (README.md: Userspace next to the package)"
+    return 1
+  fi
+  return 0
 }
 
 # nvidia_gpus: PCI addresses of NVIDIA display/3D controllers.

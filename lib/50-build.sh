@@ -34,7 +34,11 @@ is installed.
 
 The five modules (nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm,
 nvidia-peermem) are checked: modinfo version must equal <tag> and vermagic
-the kernel's release. Prints the directory holding them on stdout.
+the kernel's release. Prints the directory holding them on stdout. Also
+assembles the DKMS source that `install` registers: kernel-open of the
+patched tree, the two kernel-independent objects of this build
+(nv-kernel.o_binary, nv-modeset-kernel.o_binary) and a dkms.conf, in
+<work-dir>/<tag>/dkms-src.
 EOF
 }
 
@@ -227,6 +231,7 @@ build_modules() {
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     printf 'would check %s in %s and copy them to %s\n' "${P2P_MODULES}" "${bdir}/kernel-open" "${P2P_MODULES_DIR}"
+    make_payload "${tag}" "${bdir}"
     return 0
   fi
   if [[ ! -f ${bdir}/${BUILD_STAMP} || "$(cat "${bdir}/${BUILD_STAMP}")" != "${stamp}" ]]; then
@@ -249,6 +254,7 @@ build_modules() {
     cp -- "${bdir}/kernel-open/${m}.ko" "${P2P_MODULES_DIR}/"
   done
   printf 'tag=%s kernel=%s\n' "${tag}" "${P2P_KREL}" >"${P2P_MODULES_DIR}/BUILD-INFO"
+  make_payload "${tag}" "${bdir}"
 }
 
 # new_build_tree TAG BDIR FINGERPRINT MAKEVARS...: the OS-agnostic objects

@@ -3,7 +3,9 @@
 # every file they change is saved first, and any failure or Ctrl-C restores
 # it, so the driver that was installed before keeps working.
 #
-# What install writes (all under --root, default /):
+# By default install registers the modules with DKMS (lib/65-dkms.sh), so
+# every new kernel gets them; --no-dkms keeps the single-kernel install.
+# What a --no-dkms install writes (all under --root, default /):
 #   /lib/modules/<kver>/updates/nvidia-p2p/*.ko   the patched modules
 #   /etc/depmod.d/nvidia-p2p.conf                 makes depmod prefer them over
 #                                                 distribution or DKMS copies
@@ -15,22 +17,46 @@ readonly P2P_NAME="nvidia-p2p"
 
 help_install() {
   cat <<'EOF'
-Usage: build.sh install <tag> [--kernel KVER] [--run FILE] [--run-sha256 HEX] [--no-userspace]
+Usage: build.sh install <tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX]
+                              [--no-userspace] [--sign-key FILE --sign-cert FILE | --sign-generate]
 
-Install the modules built by `build.sh build <tag>` for KVER (default: the
-running kernel), then the matching userspace driver from NVIDIA's .run with
---no-kernel-modules, then the P2P module options; rerun depmod and the
-initramfs generator. Needs root. Secure Boot must be off (the modules are not
-signed).
+Install driver <tag> with PCIe P2P, then the matching userspace driver from
+NVIDIA's .run with --no-kernel-modules, then the P2P module options; rerun
+depmod and the initramfs generator. Needs root.
 
-The install is a transaction: what it replaces is backed up first and
-restored on any failure or Ctrl-C. At the end the userspace version must
-equal the module version, or everything is rolled back. Asks for confirmation
-unless --yes is given (without a terminal, --yes is required).
+By default the patched source (from `build.sh build <tag>`) is registered
+with DKMS as module nvidia-p2p/<tag>: DKMS builds and installs it now for
+every installed kernel with headers (only KVER with --kernel), and by itself
+for every kernel installed later. Needs dkms 3.0.10 or newer. Another NVIDIA
+kernel module installed through DKMS or a package is refused (exit 14) with
+the command that removes it. DKMS signs the modules (Secure Boot) with its
+key pair (/var/lib/dkms/mok.key and mok.pub, made if missing) or the one given.
 
+  --no-dkms         install the modules built for KVER (default: the running
+                    kernel) into /lib/modules/KVER/updates/nvidia-p2p only; a
+                    new kernel will not have them
+  --sign-key FILE   private key to sign the modules with (PEM)
+  --sign-cert FILE  its X.509 certificate (PEM or DER); under DKMS, DKMS signs
+                    every module it builds with this pair from then on
+  --sign-generate   make a new key pair at /var/lib/dkms/mok.key and mok.pub
+                    (kept if it exists) and sign with it; with --no-dkms the
+                    modules are signed only with a key: given, generated, or
+                    DKMS's when it exists
   --run FILE        a local NVIDIA-Linux-x86_64-<tag>.run (else the cache, or a download)
   --run-sha256 HEX  checksum to require where versions.conf says 'unknown'
   --no-userspace    keep the installed userspace driver; it must already be <tag>
+
+Secure Boot: refused only when no signing key is available. A key that is not
+enrolled yet is used, and build.sh prints the mokutil steps to enroll it.
+Every signature is checked against the certificate. A bad key (unreadable,
+a certificate of another key, expired) stops the install before anything
+changes (exit 15).
+
+The install is a transaction: what it replaces (DKMS's state and module
+directories too) is backed up first and restored on any failure or Ctrl-C.
+At the end the userspace version must equal the module version, or
+everything is rolled back. Asks for confirmation unless --yes is given
+(without a terminal, --yes is required).
 EOF
 }
 
@@ -38,12 +64,14 @@ help_uninstall() {
   cat <<'EOF'
 Usage: build.sh uninstall [--kernel KVER]
 
-Remove what `build.sh install` put in place for KVER (default: every kernel it
-was installed for): the modules, the depmod and modprobe configuration. Then
-rerun depmod and the initramfs generator, so the modules that were there
-before (distribution or DKMS) are used again. Needs root. Transactional like
-install. The userspace driver installed from the .run is left in place; see
-README.md to remove or replace it.
+Remove what `build.sh install` put in place: the DKMS module nvidia-p2p (all
+its kernels) and its source, the modules of a --no-dkms install for KVER
+(default: every kernel it was installed for), the depmod, modprobe and DKMS
+signing configuration. Then rerun depmod and the initramfs generator, so the
+modules that were there before (distribution or DKMS) are used again. Needs
+root. Transactional like install. The userspace driver installed from the
+.run is left in place; see README.md to remove or replace it. DKMS's key pair
+(/var/lib/dkms/mok.*) stays: other DKMS modules and the enrolled key use it.
 EOF
 }
 
@@ -69,18 +97,33 @@ resolve_install_kernel() {
 # install_preflight TAG: refuse before changing anything.
 install_preflight() {
   local tag=$1
-  stage preflight "install of ${tag} for kernel ${P2P_KREL}"
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    stage preflight "install of ${tag} for kernel ${P2P_KREL} (--no-dkms)"
+  else
+    stage preflight "install of ${tag} through DKMS"
+  fi
   P2P_MODULES_DIR="${P2P_WORK_DIR}/${tag}/modules-${P2P_KREL}"
   if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
     is_root || die "${EX_PREFLIGHT}" "install needs root (try: sudo $0 install ${tag})"
-    [[ -d ${P2P_MODULES_DIR} ]] ||
-      die "${EX_PREFLIGHT}" "no modules of ${tag} built for ${P2P_KREL} in ${P2P_MODULES_DIR}; run: build.sh build ${tag} --kernel ${P2P_KREL}"
     need_cmd depmod kmod
-    check_modules "${P2P_MODULES_DIR}" "${tag}" "${P2P_KREL}"
-    preflight_secure_boot
-    [[ -d ${P2P_ROOT}/lib/modules/${P2P_KREL} ]] ||
-      die "${EX_PREFLIGHT}" "kernel ${P2P_KREL} is not installed (${P2P_ROOT}/lib/modules/${P2P_KREL})"
+    if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+      [[ -d ${P2P_MODULES_DIR} ]] ||
+        die "${EX_PREFLIGHT}" "no modules of ${tag} built for ${P2P_KREL} in ${P2P_MODULES_DIR}; run: build.sh build ${tag} --kernel ${P2P_KREL}"
+      check_modules "${P2P_MODULES_DIR}" "${tag}" "${P2P_KREL}"
+      [[ -d ${P2P_ROOT}/lib/modules/${P2P_KREL} ]] ||
+        die "${EX_PREFLIGHT}" "kernel ${P2P_KREL} is not installed (${P2P_ROOT}/lib/modules/${P2P_KREL})"
+    else
+      [[ -f $(payload_dir "${tag}")/dkms.conf ]] ||
+        die "${EX_PREFLIGHT}" "no DKMS source of ${tag} in $(payload_dir "${tag}"); run: build.sh build ${tag}"
+      dkms_preflight
+      dkms_conflicts
+      dkms_target_kernels
+    fi
+  elif [[ ${P2P_NO_DKMS} -eq 0 ]]; then
+    dkms_target_kernels_dry
   fi
+  sign_resolve
+  preflight_secure_boot
   if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
     [[ ${P2P_DRY_RUN} -eq 1 ]] || require_userspace_version "${tag}" "--no-userspace: "
   else
@@ -89,13 +132,34 @@ install_preflight() {
   fi
 }
 
+# dkms_target_kernels_dry: the kernels a DKMS install would build for; under
+# --dry-run a missing one is a reported problem, not the end.
+dkms_target_kernels_dry() {
+  if (dkms_target_kernels) >/dev/null 2>&1; then
+    dkms_target_kernels 2>/dev/null
+    return 0
+  fi
+  preflight_fail "${EX_PREFLIGHT}" "no kernel headers for ${P2P_KERNEL:-any installed kernel}; install them first: $(headers_package_hint "${P2P_KREL}")"
+  P2P_KERNELS=("${P2P_KREL}")
+}
+
 install_all() {
-  local tag=$1 m
+  local tag=$1 m what
   local moddir
   moddir=$(p2p_moddir "${P2P_KREL}")
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
-  confirm "Install driver ${tag} with PCIe P2P for kernel ${P2P_KREL}$([[ ${P2P_NO_USERSPACE} -eq 1 ]] || printf ', and its userspace from %s' "$(basename "${P2P_RUN_PATH}")")?"
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    what="for kernel ${P2P_KREL}"
+  else
+    what="through DKMS (now for ${P2P_KERNELS[*]}, later for every new kernel)"
+  fi
+  confirm "Install driver ${tag} with PCIe P2P ${what}$([[ ${P2P_NO_USERSPACE} -eq 1 ]] || printf ', and its userspace from %s' "$(basename "${P2P_RUN_PATH}")")?"
+  if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
+    dkms_install_all "${tag}"
+    return 0
+  fi
   txn_begin "install ${tag}"
+  sign_prepare
   stage install "modules into ${moddir}"
   txn_save "${moddir}"
   run rm -rf -- "${moddir}"
@@ -106,7 +170,8 @@ install_all() {
       run strip --strip-debug -- "${moddir}/${m}.ko"
     fi
   done
-  write_depmod_conf
+  sign_modules "${P2P_KREL}" "${moddir}"
+  write_depmod_conf "updates/${P2P_NAME}"
   write_modprobe_conf "${tag}"
   refresh_module_index "${P2P_KREL}"
   if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
@@ -124,23 +189,30 @@ install_all() {
   fi
   txn_commit
   stage finished "driver ${tag} with PCIe P2P installed for ${P2P_KREL}"
+  sign_next_steps
 }
 
+# write_depmod_conf SUBDIR: the override making depmod pick the modules in
+# /lib/modules/<kver>/SUBDIR over any other copy of the same name.
 write_depmod_conf() {
-  local conf m
+  local subdir=$1 conf
   conf=$(p2p_depmod_conf)
   txn_save "${conf}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
-    printf 'would write %s (override entries for %s)\n' "${conf}" "${P2P_MODULES}"
+    printf 'would write %s (override entries for %s in %s)\n' "${conf}" "${P2P_MODULES}" "${subdir}"
     return 0
   fi
   mkdir -p "$(dirname "${conf}")"
-  {
-    printf '# Installed by %s build.sh: prefer the P2P modules over other copies.\n' "${P2P_NAME}"
-    for m in ${P2P_MODULES}; do
-      printf 'override %s * updates/%s\n' "${m//-/_}" "${P2P_NAME}"
-    done
-  } >"${conf}"
+  depmod_conf_text "${subdir}" >"${conf}"
+}
+
+# depmod_conf_text SUBDIR: the depmod.d text (also shipped by `package`).
+depmod_conf_text() {
+  local m
+  printf '# Installed by %s: prefer the P2P modules over other copies.\n' "${P2P_NAME}"
+  for m in ${P2P_MODULES}; do
+    printf 'override %s * %s\n' "${m//-/_}" "$1"
+  done
 }
 
 # write_modprobe_conf TAG: the family's module options (patches/<family>/modprobe.conf).
@@ -156,12 +228,18 @@ write_modprobe_conf() {
     return 0
   fi
   mkdir -p "$(dirname "${conf}")"
-  {
-    printf '# Installed by %s build.sh for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
-    printf '# Delete this file (or comment out a line) and reboot to switch P2P off\n'
-    printf '# without rebuilding: see README.md, "Switching P2P off".\n'
-    cat "${src}"
-  } >"${conf}"
+  modprobe_conf_text "${tag}" >"${conf}"
+}
+
+# modprobe_conf_text TAG: the options file's text (also shipped by `package`).
+modprobe_conf_text() {
+  local tag=$1 src
+  src="$(family_dir "${tag}")/modprobe.conf"
+  [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  printf '# Installed by %s for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
+  printf '# Delete this file (or comment out a line) and reboot to switch P2P off\n'
+  printf '# without rebuilding: see README.md, "Switching P2P off".\n'
+  cat "${src}"
 }
 
 # refresh_module_index KVER: depmod, then the initramfs (which may carry the
@@ -177,12 +255,16 @@ refresh_module_index() {
   stage depmod "${kver}"
   run "${depmod_cmd[@]}" "${kver}" || die "${EX_INSTALL}" "depmod failed for ${kver}"
   initrd=$(initramfs_path "${kver}")
-  if command -v update-initramfs >/dev/null 2>&1; then
-    [[ -e ${initrd} ]] && txn_save "${initrd}"
+  if [[ ! -e ${initrd} ]]; then
+    # A kernel with headers but no initramfs (not booted from this machine's
+    # images): nothing to regenerate.
+    stage initramfs "none for ${kver} (${initrd}): nothing to update"
+  elif command -v update-initramfs >/dev/null 2>&1; then
+    txn_save "${initrd}"
     stage initramfs "update-initramfs -u -k ${kver}"
     run_logged update-initramfs -u -k "${kver}" || die "${EX_INSTALL}" "update-initramfs failed for ${kver}"
   elif command -v dracut >/dev/null 2>&1; then
-    [[ -e ${initrd} ]] && txn_save "${initrd}"
+    txn_save "${initrd}"
     stage initramfs "dracut --force --kver ${kver}"
     run_logged dracut --force --kver "${kver}" || die "${EX_INSTALL}" "dracut failed for ${kver}"
   else
@@ -199,40 +281,46 @@ initramfs_path() {
 }
 
 cmd_uninstall() {
-  local tag="" kver
+  local tag="" kver dtags
   local -a kernels=()
   parse_stage_args uninstall tag "$@"
   [[ -z ${tag} ]] || die "${EX_USAGE}" "uninstall takes no tag"
   [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root || die "${EX_PREFLIGHT}" "uninstall needs root"
   if [[ -n ${P2P_KERNEL} ]]; then
-    kernels=("${P2P_KERNEL}")
+    [[ -e $(p2p_state_dir)/installed-${P2P_KERNEL} ]] && kernels=("${P2P_KERNEL}")
   else
     mapfile -t kernels < <(installed_kernels)
   fi
-  [[ ${#kernels[@]} -gt 0 ]] || die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
+  dtags=$(dkms_installed_tags | tr '\n' ' ')
+  dtags=${dtags% }
+  [[ ${#kernels[@]} -gt 0 || -n ${dtags} ]] ||
+    die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
-  confirm "Remove ${P2P_NAME} for kernel(s) ${kernels[*]}?"
+  confirm "Remove ${P2P_NAME}${dtags:+ (DKMS module ${DKMS_MODULE}/${dtags})}${kernels[*]:+ for kernel(s) ${kernels[*]}}?"
   txn_begin "uninstall"
-  for kver in "${kernels[@]}"; do
+  P2P_KERNELS=()
+  dkms_uninstall
+  for kver in "${kernels[@]+"${kernels[@]}"}"; do
     stage uninstall "${P2P_NAME} modules for ${kver}"
     txn_save "$(p2p_moddir "${kver}")"
     run rm -rf -- "$(p2p_moddir "${kver}")"
     txn_save "$(p2p_state_dir)/installed-${kver}"
     run rm -f -- "$(p2p_state_dir)/installed-${kver}"
+    [[ " ${P2P_KERNELS[*]-} " == *" ${kver} "* ]] || P2P_KERNELS+=("${kver}")
   done
-  if [[ -z $(installed_kernels_except "${kernels[@]}") ]]; then
+  if [[ -z $(installed_kernels_except "${kernels[@]+"${kernels[@]}"}") ]]; then
     txn_save "$(p2p_depmod_conf)"
     run rm -f -- "$(p2p_depmod_conf)"
     txn_save "$(p2p_modprobe_conf)"
     run rm -f -- "$(p2p_modprobe_conf)"
   fi
-  for kver in "${kernels[@]}"; do
+  for kver in "${P2P_KERNELS[@]+"${P2P_KERNELS[@]}"}"; do
     if [[ -d ${P2P_ROOT}/lib/modules/${kver} ]]; then
       refresh_module_index "${kver}"
     fi
   done
   txn_commit
-  stage finished "${P2P_NAME} removed for: ${kernels[*]}; reboot to load the previous driver"
+  stage finished "${P2P_NAME} removed for: ${P2P_KERNELS[*]-}; reboot to load the previous driver"
   note "the userspace driver from the .run is still installed; see README.md (Uninstall) to replace it"
 }
 

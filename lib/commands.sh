@@ -5,7 +5,8 @@
 help_all() {
   cat <<'EOF'
 Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
-                      [--no-userspace] [--no-ccache] [global options]
+                      [--no-userspace] [--no-ccache] [--no-dkms]
+                      [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
 The whole pipeline for one driver tag:
   1 preflight  tools, headers for the target kernel, root (or sudo), Secure Boot,
@@ -13,8 +14,10 @@ The whole pipeline for one driver tag:
   2 fetch      upstream source (GitHub, or --source) and the matching .run
   3 verify     source tree against its pinned tree id, .run against its sha256
   4 patch      the family's patch series with quilt, fuzz 0
-  5 build      kbuild against the kernel's headers; module checks
-  6 install    modules, depmod override, P2P module options, depmod, initramfs
+  5 build      kbuild against the kernel's headers; module checks; the DKMS source
+  6 install    DKMS module nvidia-p2p/<tag> built for every kernel with headers
+               (--no-dkms: this kernel's modules only), signed when a key is
+               available, depmod override, P2P module options, depmod, initramfs
   7 userspace  NVIDIA's .run with --no-kernel-modules; userspace version must
                equal the module version, else everything is rolled back
 Then it tells you what to do next (reboot or reload, then `build.sh verify`).
@@ -59,6 +62,9 @@ pipeline_install() {
     return 0
   fi
   [[ ${P2P_NO_USERSPACE} -eq 1 ]] && args+=(--no-userspace)
+  [[ ${P2P_NO_DKMS} -eq 1 ]] && args+=(--no-dkms)
+  [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && args+=(--sign-generate)
+  [[ ${P2P_SIGN_SOURCE} == user ]] && args+=(--sign-key "${P2P_SIGN_KEY}" --sign-cert "${P2P_SIGN_CERT}")
   [[ -n ${P2P_RUN_FILE} ]] && args+=(--run "${P2P_RUN_FILE}")
   [[ -n ${P2P_RUN_SHA256} ]] && args+=(--run-sha256 "${P2P_RUN_SHA256}")
   [[ ${P2P_VERBOSE} -eq 1 ]] && args+=(--verbose)
@@ -231,6 +237,7 @@ Commands:
   build <tag>       build the patched modules for a kernel
   install <tag>     install built modules, the matching userspace .run, the P2P options
   uninstall         remove what install put in place
+  package <tag>     a Debian package (DKMS source) of the patched driver
   preflight         report P2P-relevant facts about this machine
   verify            build and run the P2P verification tool
   list              supported tags by family, and what is verified for each
@@ -259,8 +266,8 @@ cmd_help() {
   case ${topic} in
   "") usage ;;
   exit-codes) help_exit_codes ;;
-  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase) "help_${topic}" ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase)" ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package)" ;;
   esac
 }

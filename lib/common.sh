@@ -18,6 +18,8 @@ readonly EX_PREFLIGHT=10
 readonly EX_LOCKED=11
 readonly EX_MISMATCH=12
 readonly EX_KERNEL=13
+readonly EX_CONFLICT=14
+readonly EX_SIGN=15
 readonly EX_SKIP=77
 readonly EX_INTERRUPTED=130
 
@@ -33,10 +35,12 @@ exit_code_table() {
     "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved" \
     "${EX_BUILD}" "kbuild failed, or the built modules failed their checks" \
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
-    "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, Secure Boot, nothing built..." \
+    "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
     "${EX_LOCKED}" "another build.sh run holds the lock" \
     "${EX_MISMATCH}" "userspace driver version would differ from the module version" \
     "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
+    "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
+    "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
     "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
     "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
 }

@@ -246,6 +246,15 @@ for a in "$@"; do
   units=1
 done
 [[ -n ${units:-} ]] && exit 0
+# The kernel-independent objects alone (package): upstream's .o_binary targets.
+if [[ " $* " == *".o_binary "* ]]; then
+  while [[ $# -gt 0 ]]; do [[ $1 == -C ]] && dir=$2; shift; done
+  [[ -n ${FAKE_OBJECTS_FAIL:-} ]] && { echo "nv.c:1: error: fake object failure" >&2; exit 2; }
+  mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/Linux_x86_64"
+  printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
+  printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
+  exit 0
+fi
 while [[ $# -gt 0 ]]; do
   case $1 in
   -C) dir=$2; shift ;;
@@ -260,6 +269,9 @@ done
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
 done
+mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/Linux_x86_64"
+printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
+printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
 STUB
   stub modinfo - <<'STUB'
 field="" file=""
@@ -280,4 +292,40 @@ STUB
   stub uname - <<'STUB'
 case "$1" in -r) echo "${FIXTURE_KREL}" ;; *) echo Linux ;; esac
 STUB
+}
+
+# stub_dkms: the dkms stand-in (test/fixtures/dkms) first on PATH; it logs
+# its arguments to $STUB_LOG itself.
+stub_dkms() {
+  printf '#!/usr/bin/env bash\nexec %q "$@"\n' "${REPO_ROOT}/test/fixtures/dkms" >"${STUBS}/dkms"
+  chmod +x "${STUBS}/dkms"
+}
+
+# kernel_sign_file ROOT KREL: the sign-file stand-in (byte-identical output to
+# the kernel's, see sign.bats) as KREL's headers' scripts/sign-file.
+kernel_sign_file() {
+  install -D -m 0755 "${REPO_ROOT}/test/fixtures/sign-file" "$1/usr/src/linux-headers-$2/scripts/sign-file"
+}
+
+# make_key_pair DIR NAME [DAYS]: NAME.key (PEM) and NAME.der (certificate) in DIR.
+make_key_pair() {
+  local dir=$1 name=$2 days=${3:-30}
+  mkdir -p "${dir}"
+  openssl req -new -x509 -nodes -days "${days}" -newkey rsa:2048 -subj "/CN=${name}/" \
+    -keyout "${dir}/${name}.key" -outform DER -out "${dir}/${name}.der" >/dev/null 2>&1
+}
+
+# make_expired_pair DIR NAME: NAME.key and NAME.pem, a certificate that
+# expired on 2020-01-02 (openssl ca sets past dates; req cannot).
+make_expired_pair() {
+  local dir=$1 name=$2 ca
+  ca="${dir}/ca-${name}"
+  mkdir -p "${ca}"
+  : >"${ca}/index.txt"
+  echo 01 >"${ca}/serial"
+  printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s/index.txt\nnew_certs_dir = %s\nserial = %s/serial\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n' \
+    "${ca}" "${ca}" "${ca}" >"${ca}/ca.cnf"
+  openssl req -new -nodes -newkey rsa:2048 -subj "/CN=${name}/" -keyout "${dir}/${name}.key" -out "${ca}/req.csr" >/dev/null 2>&1
+  openssl ca -batch -config "${ca}/ca.cnf" -selfsign -keyfile "${dir}/${name}.key" -in "${ca}/req.csr" \
+    -startdate 20200101000000Z -enddate 20200102000000Z -out "${dir}/${name}.pem" >/dev/null 2>&1
 }

@@ -315,3 +315,15 @@ STUB
   run "${REPO_ROOT}/ci/readme-table.sh" --check
   assert_success
 }
+
+@test "chroot.sh: chroots.conf's optional extra packages column; a malformed line is refused" {
+  run bash -c "source '${REPO_ROOT}/ci/chroot.sh' && spec bookworm-dkms && spec 7.2"
+  assert_success
+  assert_line --index 0 --regexp '^bookworm,bookworm-security linux-headers-amd64 [a-z0-9.,-]*dkms[a-z0-9.,-]*$'
+  assert_line --index 1 "sid linux-headers-amd64"
+  local conf="${BATS_TEST_TMPDIR}/chroots.conf"
+  printf 'x  sid  linux-headers-amd64  dkms  surplus\n' >"${conf}"
+  run bash -c "source '${REPO_ROOT}/ci/chroot.sh' && CONF='${conf}' && spec x"
+  assert_failure 2
+  assert_output --partial "malformed line for x"
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# install and uninstall: what they write, the transaction (rollback on failure
-# and on signals), root, Secure Boot, version agreement.
+# install --no-dkms and uninstall: what they write, the transaction (rollback
+# on failure and on signals), root, Secure Boot, version agreement. The DKMS
+# install (the default) is in dkms.bats, signing in sign.bats.
 
 load ../test_helper
 
@@ -23,7 +24,7 @@ setup() {
 }
 
 install_fixture() {
-  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --run "${RUNFILE}"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
 }
 
 assert_previous_state() {
@@ -86,11 +87,12 @@ assert_previous_state() {
   assert_previous_state
 }
 
-@test "Secure Boot enabled is refused (10)" {
+@test "Secure Boot enabled with no key to sign is refused (10), naming the ways out" {
   stub mokutil - <<<'echo "SecureBoot enabled"'
   install_fixture
   assert_failure 10
-  assert_output --partial "Secure Boot is enabled"
+  assert_output --partial "Secure Boot is enabled and no key would sign the modules"
+  assert_output --partial "--sign-key FILE --sign-cert FILE, or --sign-generate"
   assert_previous_state
 }
 
@@ -139,7 +141,7 @@ assert_previous_state() {
 
 @test "SIGTERM during the install rolls back (130)" {
   STANDIN_SLEEP=3 "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" --root "${ROOT}" \
-    --yes install "${FIXTURE_TAG}" --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
+    --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
   local pid=$!
   for _ in $(seq 1 100); do
     grep -q standin.run "${STUB_LOG}" && break
@@ -158,7 +160,7 @@ assert_previous_state() {
 @test "--no-userspace requires the installed userspace to be the same version (12)" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
-  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --no-userspace
   assert_failure 12
   assert_output --partial "userspace driver version is '550.54.14'"
   assert_previous_state
@@ -167,7 +169,7 @@ assert_previous_state() {
 @test "--no-userspace with the matching userspace installs the modules only" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
-  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --no-userspace
   assert_success
   assert_file_exist "${MODDIR}/nvidia.ko"
   run grep -c standin.run "${STUB_LOG}"
@@ -192,7 +194,7 @@ assert_previous_state() {
 }
 
 @test "install --dry-run lists every step and changes nothing" {
-  run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --run "${RUNFILE}"
+  run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
   assert_success
   assert_output --partial "would run: install -m 0644"
   assert_output --partial "would write ${ROOT}/etc/depmod.d/nvidia-p2p.conf"
@@ -252,7 +254,7 @@ assert_previous_state() {
 }
 
 @test "install without --yes and without a terminal refuses (10) and changes nothing" {
-  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --run "${RUNFILE}" </dev/null
+  run_build --root "${ROOT}" install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" </dev/null
   assert_failure 10
   assert_output --partial "pass --yes to proceed"
   assert_previous_state
@@ -264,7 +266,7 @@ assert_previous_state() {
   stub depmod - <<STUB
 printf '# swapped\n' >>"${BATS_TEST_TMPDIR}/late.run"
 STUB
-  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --run "${BATS_TEST_TMPDIR}/late.run"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${BATS_TEST_TMPDIR}/late.run"
   assert_failure 6
   assert_output --partial "refusing to run it"
   assert_previous_state

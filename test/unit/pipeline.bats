@@ -8,6 +8,7 @@ setup() {
   make_fixture
   export STANDIN_ROOT="${ROOT}"
   RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  stub_dkms
 }
 
 @test "the pipeline as root: fetch, verify, patch, build, install, userspace, next steps" {
@@ -15,12 +16,13 @@ setup() {
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/release.tar.xz" --run "${RUNFILE}" --no-ccache
   assert_success
   local s
-  for s in preflight fetch verify patch build check install depmod initramfs userspace finished; do
+  for s in preflight fetch verify patch build check payload dkms depmod initramfs userspace finished; do
     assert_output --regexp "\[[0-9]{2}:[0-9]{2}\] ${s} "
   done
   assert_output --partial "./build.sh verify"
   assert_output --partial "Reboot"
-  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p/nvidia.ko"
+  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/dkms/nvidia.ko"
+  assert_file_exist "${ROOT}/usr/src/nvidia-p2p-${FIXTURE_TAG}/dkms.conf"
   assert_file_exist "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
 }
 
@@ -31,7 +33,7 @@ setup() {
   run grep -o -E '^\[[0-9:]+\] [a-z]+' <<<"${output}"
   local order
   order=$(sed -E 's/^\[[0-9:]+\] //' <<<"${output}" | uniq | tr '\n' ' ')
-  assert_equal "${order}" "preflight fetch verify patch build check preflight install depmod initramfs userspace verify finished "
+  assert_equal "${order}" "preflight fetch verify patch build check payload preflight dkms depmod initramfs userspace verify finished "
 }
 
 @test "--dry-run prints the full plan and changes nothing" {
@@ -45,7 +47,9 @@ setup() {
   assert_output --partial "compat-0001-resize.patch"
   assert_output --partial "would run: make -C ${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL} modules"
   assert_output --partial "would run the install step as root, through sudo"
-  assert_output --partial "would run: install -m 0644"
+  assert_output --partial "would assemble ${WORK}/${FIXTURE_TAG}/dkms-src"
+  assert_output --partial "would run: dkms add -m nvidia-p2p -v ${FIXTURE_TAG}"
+  assert_output --partial "would run: dkms install -m nvidia-p2p -v ${FIXTURE_TAG} -k ${FIXTURE_KREL}"
   assert_output --partial "would run: depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}"
   assert_output --partial "--silent --no-kernel-modules"
   assert_output --partial "Next steps"
@@ -63,6 +67,16 @@ setup() {
   assert_not_exist "${CACHE}"
 }
 
+@test "--no-dkms: the pipeline installs this kernel's modules only" {
+  as_root
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-dkms --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  assert_success
+  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p/nvidia.ko"
+  assert_not_exist "${ROOT}/usr/src/nvidia-p2p-${FIXTURE_TAG}"
+  run grep -c '^dkms ' "${STUB_LOG}"
+  assert_output 0
+}
+
 @test "as a normal user the install step goes through sudo, with the cache lock handed over" {
   as_user
   stub sudo - <<<'shift; exec "$@"'
@@ -72,6 +86,17 @@ setup() {
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
   assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --run ${RUNFILE}"
+}
+
+@test "through sudo, --no-dkms and the signing options are handed to the install step" {
+  as_user
+  stub sudo - <<<'shift; exec "$@"'
+  make_key_pair "${BATS_TEST_TMPDIR}/keys" user
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache \
+    --no-dkms --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
+  assert_failure 10
+  run grep '^sudo ' "${STUB_LOG}"
+  assert_output --partial "--no-dkms --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
 }
 
 @test "a normal user without sudo is refused before any work (10)" {
@@ -113,6 +138,15 @@ setup() {
   assert_output --partial 'NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
   assert_output --partial "Next steps"
   assert_not_exist "${CACHE}"
+}
+
+@test "the pipeline without dkms is refused before any work (10), naming the package and --no-dkms" {
+  as_root
+  rm "${STUBS}/dkms"
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream"
+  assert_failure 10
+  assert_output --partial "dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
 }
 
 @test "a machine without g++ (nvidia-modeset has C++) is refused before any work (10), naming the package" {

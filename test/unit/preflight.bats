@@ -64,9 +64,60 @@ Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
   assert_not_exist "${CACHE}"
 }
 
-@test "Secure Boot enabled fails preflight (10)" {
+@test "Secure Boot enabled with no key and no dkms fails preflight (10)" {
   stub mokutil - <<<'echo "SecureBoot enabled"'
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" preflight
+  assert_failure 10
+  assert_line --partial "fail  Secure Boot is enabled and no key would sign the modules"
+}
+
+@test "Secure Boot enabled with dkms and no key yet is a warning: DKMS makes its pair" {
+  stub mokutil - <<<'echo "SecureBoot enabled"'
+  stub_dkms
+  run_build --root "${ROOT}" preflight
+  assert_success
+  assert_line --partial "warn  Secure Boot is enabled: DKMS makes its key pair /var/lib/dkms/mok.pub"
+}
+
+@test "Secure Boot with DKMS's certificate not enrolled fails (10) with the mokutil command; enrolled is ok" {
+  make_key_pair "${ROOT}/var/lib/dkms" mok
+  mv "${ROOT}/var/lib/dkms/mok.der" "${ROOT}/var/lib/dkms/mok.pub"
+  stub mokutil - <<'STUB'
+case $1 in
+--sb-state) echo "SecureBoot enabled" ;;
+--test-key) [[ -n ${FAKE_ENROLLED:-} ]] && echo "$2 is already enrolled" || echo "$2 is not enrolled" ;;
+esac
+STUB
   run_build --root "${ROOT}" preflight
   assert_failure 10
-  assert_line --partial "fail  Secure Boot is enabled"
+  assert_line --partial "is NOT enrolled: sudo mokutil --import /var/lib/dkms/mok.pub, reboot"
+  FAKE_ENROLLED=1 run_build --root "${ROOT}" preflight
+  assert_success
+  assert_line --partial "ok    Secure Boot is enabled; the signing certificate ${ROOT}/var/lib/dkms/mok.pub is enrolled"
+}
+
+@test "preflight reports userspace that differs from the installed nvidia-p2p modules (10)" {
+  mkdir -p "${ROOT}/var/lib/nvidia-p2p" "${ROOT}/usr/lib/x86_64-linux-gnu"
+  printf 'tag=%s kernels=%s family=999 cert=none date=x\n' "${FIXTURE_TAG}" "${FIXTURE_KREL}" >"${ROOT}/var/lib/nvidia-p2p/dkms-${FIXTURE_TAG}"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  run_build --root "${ROOT}" preflight
+  assert_failure 10
+  assert_line "info  nvidia-p2p modules installed: ${FIXTURE_TAG}"
+  assert_line --partial "fail  userspace driver 550.54.14 differs from the nvidia-p2p modules ${FIXTURE_TAG}"
+  rm "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  run_build --root "${ROOT}" preflight
+  assert_success
+}
+
+@test "preflight reads the nvidia-p2p-dkms package's version for the comparison" {
+  stub dpkg-query - <<'STUB'
+[[ " $* " == *" nvidia-p2p-dkms "* ]] && { echo "ii  999.10.01-2"; exit 0; }
+exit 1
+STUB
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  run_build --root "${ROOT}" preflight
+  assert_failure 10
+  assert_line --partial "fail  userspace driver 550.54.14 differs from the nvidia-p2p modules 999.10.01"
 }

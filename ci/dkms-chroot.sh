@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# ci/dkms-chroot.sh: the DKMS path with real parts, in a Debian chroot (never
+# the host's /lib/modules): real dkms, dpkg/apt, depmod, the kernel's
+# sign-file, two kernels' headers.
+#
+#   ci/dkms-chroot.sh ROOT TAG CACHE WORK
+#
+# ROOT is a Debian chroot with dkms, gcc, g++, make, quilt, openssl, lintian,
+# initramfs-tools, a kernel image (K1) and linux-headers for it and a second
+# kernel (K2), whose .deb is in /var/cache/apt/archives;
+# CACHE a build.sh cache holding TAG's verified source; WORK an empty work
+# directory. As root, in a private mount namespace, it:
+#   1 removes the second kernel's headers (a kernel without headers)
+#   2 records the module trees' state (paths, modes, sha256 of each file)
+#   3 build.sh package TAG; lintian on the .deb
+#   4 apt-get install ./nvidia-p2p-dkms_TAG-1_amd64.deb: DKMS builds for the
+#     first kernel; modules: version, vermagic, signature against DKMS's
+#     certificate, depmod picks them (modprobe --show-depends)
+#   5 installs the second kernel's headers again: DKMS's kernel hook builds
+#     for it; the same checks
+#   6 apt-get purge: the module trees are as in 2
+#   7 build.sh install TAG --kernel K1 --no-userspace, then uninstall: the
+#     module trees are as in 2
+# Prints one "PASS|FAIL step (seconds)" line per step. Exit 0 when all pass,
+# 1 when one fails, 2 usage, 77 cannot run here (not root, no unshare).
+set -euo pipefail
+shopt -s inherit_errexit
+
+die() {
+  local code=$1
+  shift
+  printf 'dkms-chroot.sh: %s\n' "$*" >&2
+  exit "${code}"
+}
+
+main() {
+  if [[ ${1:-} == __inside ]]; then
+    shift
+    inside "$@"
+    return
+  fi
+  [[ $# -eq 4 ]] || { sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
+  local root=$1 tag=$2 cache=$3 work=$4 repo
+  [[ "$(id -u)" == 0 ]] || die 77 "needs root (mounts, chroot)"
+  command -v unshare >/dev/null 2>&1 || die 77 "unshare is not installed (util-linux)"
+  [[ -x ${root}/usr/sbin/dkms ]] || die 2 "${root}: no dkms in the chroot"
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+  mkdir -p "${work}"
+  unshare -m --propagation private -- "${BASH_SOURCE[0]}" __inside "${root}" "${repo}" "${cache}" "${work}" "${tag}"
+}
+
+# inside ROOT REPO CACHE WORK TAG: mounts, then the steps in the chroot.
+inside() {
+  local root=$1 repo=$2 cache=$3 work=$4 tag=$5 d
+  mount -t proc proc "${root}/proc"
+  mount --rbind /dev "${root}/dev"
+  for d in repo cache work; do
+    mkdir -p "${root}/lab/${d}"
+  done
+  mount --bind "${repo}" "${root}/lab/repo"
+  mount --bind "${cache}" "${root}/lab/cache"
+  mount --bind "${work}" "${root}/lab/work"
+  # /usr/lib/ccache first: DKMS's kbuild runs gcc through ccache (the
+  # cache's ccache directory), so a rerun recompiles only what changed.
+  exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
+    PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}"
+}
+
+FAILED=0
+
+# step NAME CMD...: run CMD, print PASS/FAIL with its time, output to the log.
+step() {
+  local name=$1 t0=${SECONDS} rc=0
+  shift
+  printf '== %s\n' "${name}" >>/lab/work/steps.log
+  "$@" >>/lab/work/steps.log 2>&1 || rc=$?
+  if [[ ${rc} -eq 0 ]]; then
+    printf 'PASS %s (%ss)\n' "${name}" $((SECONDS - t0))
+  else
+    printf 'FAIL %s (%ss, exit %s; see %s)\n' "${name}" $((SECONDS - t0)) "${rc}" "${LAB_WORK_HOST:-work}/steps.log"
+    FAILED=1
+  fi
+  return 0
+}
+
+# tree_state: paths, types, modes and link targets under the trees DKMS and
+# build.sh change, and each file's sha256; DKMS's signing key pair aside
+# (DKMS makes it at its first build and keeps it, by design).
+tree_state() {
+  local d
+  local -a dirs=()
+  for d in /lib/modules /usr/src /var/lib/dkms /etc/modprobe.d /etc/depmod.d /etc/dkms; do
+    [[ -d ${d} ]] && dirs+=("${d}")
+  done
+  find "${dirs[@]}" -path /var/lib/dkms/mok.key -o -path /var/lib/dkms/mok.pub -o -printf '%p %y %m %l\n' | LC_ALL=C sort
+  find "${dirs[@]}" -type f ! -name mok.key ! -name mok.pub -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+}
+
+# check_modules KVER TAG: DKMS's modules for KVER: all five, version TAG,
+# vermagic KVER, signed with DKMS's certificate, and the ones depmod picks.
+check_modules() {
+  local kver=$1 tag=$2 m f deps
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" | head -n 1)
+    [[ -f ${f} ]] || { echo "missing ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
+    [[ "$(modinfo -F version "${f}")" == "${tag}" ]] || { echo "${f}: version $(modinfo -F version "${f}")" && return 1; }
+    [[ "$(modinfo -F vermagic "${f}")" == "${kver} "* ]] || { echo "${f}: vermagic $(modinfo -F vermagic "${f}")" && return 1; }
+    module_sig_verify "${f}" /var/lib/dkms/mok.pub || { echo "${f}: signature does not verify against /var/lib/dkms/mok.pub" && return 1; }
+    echo "${f}: version ${tag}, vermagic ${kver}, signer $(modinfo -F signer "${f}"), signature verified"
+  done
+  # (not tee /dev/stderr: reopening the step's log would truncate it)
+  deps=$(modprobe -S "${kver}" --show-depends nvidia)
+  printf '%s\n' "${deps}"
+  grep -q "/updates/dkms/nvidia.ko" <<<"${deps}"
+  du -sh "/lib/modules/${kver}/updates/dkms"
+}
+
+# other_kernel K1: the newest kernel other than K1 whose headers are
+# installed, else (a run that stopped after removing them) whose headers
+# .deb apt keeps.
+other_kernel() {
+  local k1=$1 d
+  {
+    for d in /lib/modules/*/build; do
+      [[ -e ${d}/Makefile ]] && basename "$(dirname "${d}")"
+    done
+    find /var/cache/apt/archives -maxdepth 1 -name 'linux-headers-[0-9]*-amd64_*.deb' -printf '%f\n' |
+      sed -E 's/^linux-headers-([^_]+)_.*/\1/'
+  } | { grep -E '^[0-9]+\.[0-9]+\.[0-9]' | grep -v -x -F "${k1}" || true; } | sort -V | tail -n 1
+}
+
+# headers_deb KVER: the .deb of linux-headers-KVER in apt's cache (fetched
+# from the archive when missing: mmdebstrap leaves the cache empty).
+headers_deb() {
+  local f
+  f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
+  if [[ -z ${f} ]]; then
+    (cd /var/cache/apt/archives && apt-get -q download "linux-headers-$1" >&2) || return 0
+    f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
+  fi
+  printf '%s\n' "${f}"
+}
+
+same_state() {
+  local before=$1
+  tree_state >/lab/work/state-now.txt
+  diff -u "${before}" /lab/work/state-now.txt
+}
+
+steps() {
+  local tag=$1 k1 k2 hdr2 deb
+  # shellcheck source=lib/66-sign.sh
+  source /lab/repo/lib/66-sign.sh
+  : >/lab/work/steps.log
+  # K1: the kernel whose image is installed (update-initramfs needs it); K2:
+  # the other one, whose headers come and go.
+  k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
+  k2=$(other_kernel "${k1}")
+  [[ -n ${k1} && -n ${k2} ]] || { echo "need a kernel image and a second kernel's headers" >&2 && return 1; }
+  hdr2=$(headers_deb "${k2}")
+  [[ -n ${hdr2} ]] || { echo "no .deb of linux-headers-${k2} (apt-get download failed)" >&2 && return 1; }
+  printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
+  step "configure the chroot" dpkg --configure -a
+  step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
+  step "a userspace driver of ${tag} (stand-in file)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag}"
+  tree_state >/lab/work/state-before.txt
+  step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w package "${tag}" --out /lab/work/out
+  deb=/lab/work/out/nvidia-p2p-dkms_${tag}-1_amd64.deb
+  step "lintian (errors and warnings fail; overrides in the package say why)" lintian --fail-on error,warning --info --display-info "${deb}"
+  step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${deb}"
+  step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
+  step "no modules for ${k2} (no headers)" bash -c "! ls /lib/modules/${k2}/updates/dkms/nvidia.ko* 2>/dev/null"
+  step "install the headers of ${k2}: DKMS's hook builds for it" dpkg -i "${hdr2}"
+  step "modules of ${k2}: version, vermagic, signature, depmod's choice" check_modules "${k2}" "${tag}"
+  step "modules of ${k1} still there" check_modules "${k1}" "${tag}"
+  step "apt-get purge nvidia-p2p-dkms" env DEBIAN_FRONTEND=noninteractive apt-get purge -y nvidia-p2p-dkms
+  step "after purge the module trees are as before (headers of ${k2} back)" bash -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y linux-headers-${k2} >/dev/null && diff -u /lab/work/state-before.txt <(source /lab/repo/ci/dkms-chroot.sh && tree_state)"
+  step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w --yes install "${tag}" --kernel "${k1}" --no-userspace
+  step "modules of ${k1} after build.sh install" check_modules "${k1}" "${tag}"
+  step "build.sh uninstall" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w --yes uninstall
+  step "after uninstall the module trees are as before" same_state /lab/work/state-before.txt
+  [[ ${FAILED} -eq 0 ]]
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  if [[ ${1:-} == __steps ]]; then
+    shift
+    steps "$@"
+  else
+    main "$@"
+  fi
+fi

@@ -1,0 +1,342 @@
+# shellcheck shell=bash
+# lib/75-package.sh: `build.sh package`: a Debian package of the DKMS source,
+# built once, installed on many machines with `apt install ./file.deb`.
+#
+# nvidia-p2p-dkms_<tag>-<rev>_amd64.deb holds:
+#   /usr/src/nvidia-p2p-<tag>/           the DKMS payload (lib/65-dkms.sh)
+#   /etc/modprobe.d/nvidia-p2p.conf      the family's P2P options (conffile)
+#   /etc/depmod.d/nvidia-p2p.conf        the depmod override for updates/dkms (conffile)
+#   /usr/share/doc/nvidia-p2p-dkms/      copyright, changelog
+# Its maintainer scripts hand the build to DKMS, as Debian's dh_dkms packages
+# do: postinst adds the module and builds it for every installed kernel with
+# headers, prerm removes it from every kernel. Architecture amd64: the payload
+# carries x86-64 objects (nv-kernel.o_binary). Built with dpkg-deb alone, so
+# any Debian or Ubuntu machine can make it.
+
+readonly PKG_NAME="nvidia-p2p-dkms"
+# Packages that put NVIDIA kernel modules on the system, which must not be
+# loadable beside ours: Debian's DKMS packages (proprietary, open, Tesla)
+# and the virtual package Ubuntu's nvidia-dkms-<branch> provide. No
+# Replaces: no file is shared. No Breaks: Conflicts already keeps them apart.
+readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel"
+
+help_package() {
+  cat <<'EOF'
+Usage: build.sh package <tag> [--format deb] [--revision N] [--out DIR] [--source PATH]
+                              [--no-ccache]
+
+Build a Debian package nvidia-p2p-dkms_<tag>-<N>_amd64.deb of driver <tag>
+with PCIe P2P, for `apt install ./nvidia-p2p-dkms_<tag>-<N>_amd64.deb` on any
+number of machines: fetch and verify the source, patch, build the two
+kernel-independent objects (no kernel headers needed), then package them
+with kernel-open, a dkms.conf, the P2P module options (a conffile,
+/etc/modprobe.d/nvidia-p2p.conf) and the depmod override. On each machine
+apt hands the build to DKMS: modules for every installed kernel with
+headers now, and for every new kernel later, signed with DKMS's key.
+Runs as a normal user. Prints the package's path on stdout.
+
+The package conflicts with the distributions' NVIDIA kernel module packages
+(nvidia-kernel-dkms, nvidia-open-kernel-dkms, Ubuntu's nvidia-dkms-*) and
+provides nvidia-kernel-<tag> / nvidia-open-kernel-<tag>. The userspace driver
+is not in it: install NVIDIA's .run of the same tag with --no-kernel-modules
+(or your distribution's userspace of exactly <tag>); `build.sh preflight`
+reports a mismatch.
+
+  --format deb     the package format (deb is the only one)
+  --revision N     Debian revision (default 1): <tag>-N
+  --out DIR        where to write the package (default: the current directory)
+  --source PATH    the upstream source, as for fetch
+  --no-ccache      do not use ccache
+  Maintainer field: $DEBFULLNAME <$DEBEMAIL> when set (Debian's convention).
+EOF
+}
+
+P2P_FORMAT="deb"
+P2P_REVISION="1"
+
+cmd_package() {
+  local tag="" deb
+  parse_stage_args package tag "$@"
+  require_tag "${tag}"
+  [[ ${P2P_FORMAT} == deb ]] || die "${EX_USAGE}" "--format ${P2P_FORMAT}: only 'deb' is supported"
+  need_cmd dpkg-deb dpkg
+  need_cmd make make
+  cache_lock
+  fetch_source "${tag}"
+  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  build_objects "${tag}"
+  make_payload "${tag}" "${P2P_OBJECTS_DIR}"
+  deb=$(deb_build "${tag}")
+  stage finished "${deb}"
+  printf '%s\n' "${deb}"
+}
+
+# build_objects TAG: the two kernel-independent objects of the patched tree,
+# built with upstream's own rules (the top-level Makefile's .o_binary targets)
+# in <work>/<tag>/objects, or taken from a kernel build of the same patched
+# tree and compilers. Sets P2P_OBJECTS_DIR (a tree holding them).
+P2P_OBJECTS_DIR=""
+build_objects() {
+  local tag=$1 cc fingerprint dir other rc=0
+  local -a make_args
+  cc=$(kernel_cc "${P2P_SYSOUT:-/nonexistent}")
+  fingerprint=$(printf '%s %s' "$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true)" \
+    "$(compiler_id "${cc}")" | sha256sum | cut -d' ' -f1)
+  for other in "${P2P_WORK_DIR}/${tag}"/build-* "${P2P_WORK_DIR}/${tag}/objects"; do
+    [[ -f ${other}/${BUILD_STAMP} ]] || continue
+    [[ "$(cut -d' ' -f1 "${other}/${BUILD_STAMP}")" == "${fingerprint}" ]] || continue
+    objects_present "${other}" || continue
+    verbose "kernel-independent objects from ${other}"
+    P2P_OBJECTS_DIR=${other}
+    return 0
+  done
+  dir="${P2P_WORK_DIR}/${tag}/objects"
+  make_args=(-C "${dir}" "-j$(nproc_or_1)" kernel-open/nvidia/nv-kernel.o_binary
+    kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary)
+  if [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1; then
+    make_args+=("CC=ccache ${cc}")
+    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  else
+    make_args+=("CC=${cc}")
+  fi
+  stage objects "${tag}: nv-kernel.o and nv-modeset-kernel.o with ${cc} (kernel-independent; about 3 minutes on 2 idle cores, empty ccache)"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
+    P2P_OBJECTS_DIR=${dir}
+    return 0
+  fi
+  rm -rf -- "${dir}"
+  mkdir -p "$(dirname "${dir}")"
+  cp -a -- "${P2P_PATCHED_DIR}" "${dir}"
+  run_logged make "${make_args[@]}" || rc=$?
+  if [[ ${rc} -ne 0 ]] || ! objects_present "${dir}"; then
+    show_build_errors
+    die "${EX_BUILD}" "building the kernel-independent objects of ${tag} failed (make exit ${rc}); full log: ${P2P_LOG_FILE:-none}"
+  fi
+  printf '%s objects' "${fingerprint}" >"${dir}/${BUILD_STAMP}"
+  P2P_OBJECTS_DIR=${dir}
+}
+
+objects_present() {
+  [[ -s $1/src/nvidia/_out/Linux_x86_64/nv-kernel.o && -s $1/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o ]]
+}
+
+# deb_version TAG: <tag>-<revision>.
+deb_version() { printf '%s-%s\n' "$1" "${P2P_REVISION}"; }
+
+# deb_build TAG: the package from the payload; prints its path.
+deb_build() {
+  local tag=$1 stagedir out deb
+  out=${P2P_OUT:-$(pwd -P)}
+  deb="${out}/${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
+  stage package "${deb##*/}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would build %s with dpkg-deb from %s\n' "${deb}" "$(payload_dir "${tag}")" >&2
+    printf '%s\n' "${deb}"
+    return 0
+  fi
+  stagedir="${P2P_WORK_DIR}/${tag}/deb"
+  rm -rf -- "${stagedir}"
+  deb_tree "${tag}" "${stagedir}"
+  mkdir -p "${out}"
+  mk_temp_file "${out}"
+  run_logged dpkg-deb --root-owner-group -Zxz --build "${stagedir}" "${P2P_TMP}" ||
+    die "${EX_BUILD}" "dpkg-deb could not build the package; see ${P2P_LOG_FILE:-the output above}"
+  mv -f -- "${P2P_TMP}" "${deb}"
+  rm -rf -- "${stagedir}"
+  printf '%s\n' "${deb}"
+}
+
+# deb_tree TAG DIR: the package's file tree and DEBIAN/ control area.
+deb_tree() {
+  local tag=$1 d=$2 doc conf
+  doc="${d}/usr/share/doc/${PKG_NAME}"
+  conf=$(basename "$(p2p_modprobe_conf)")
+  mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/modprobe.d" "${d}/etc/depmod.d" "${doc}" \
+    "${d}/usr/share/lintian/overrides"
+  cp -a -- "$(payload_dir "${tag}")" "${d}/usr/src/${DKMS_MODULE}-${tag}"
+  # Reproducible and lintian-friendly modes: directories 755, files 644,
+  # scripts that kbuild runs 755.
+  find "${d}/usr/src" -type d -exec chmod 0755 {} +
+  find "${d}/usr/src" -type f -exec chmod 0644 {} +
+  find "${d}/usr/src" -type f -name '*.sh' -exec chmod 0755 {} +
+  find "${d}/usr/src" -name '.gitignore' -delete
+  deb_lintian_overrides "${tag}" >"${d}/usr/share/lintian/overrides/${PKG_NAME}"
+  modprobe_conf_text "${tag}" >"${d}/etc/modprobe.d/${conf}"
+  depmod_conf_text "${DKMS_DEST}" >"${d}/etc/depmod.d/${conf}"
+  deb_copyright "${tag}" >"${doc}/copyright"
+  deb_changelog "${tag}" | gzip -9n >"${doc}/changelog.Debian.gz"
+  deb_control "${tag}" "${d}" >"${d}/DEBIAN/control"
+  printf '/etc/modprobe.d/%s\n/etc/depmod.d/%s\n' "${conf}" "${conf}" >"${d}/DEBIAN/conffiles"
+  deb_postinst "${tag}" >"${d}/DEBIAN/postinst"
+  deb_prerm "${tag}" >"${d}/DEBIAN/prerm"
+  printf 'activate-noawait update-initramfs\n' >"${d}/DEBIAN/triggers"
+  chmod 0755 "${d}/DEBIAN/postinst" "${d}/DEBIAN/prerm"
+  chmod 0644 "${d}/DEBIAN/control" "${d}/DEBIAN/conffiles" "${d}/DEBIAN/triggers" \
+    "${d}/etc/modprobe.d/${conf}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz" \
+    "${d}/usr/share/lintian/overrides/${PKG_NAME}"
+  (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
+  chmod 0644 "${d}/DEBIAN/md5sums"
+}
+
+# deb_maintainer: the Maintainer field: $DEBFULLNAME <$DEBEMAIL> (Debian's
+# convention) when set, else a placeholder in the reserved .invalid domain:
+# the package is a local build that no one maintains in an archive.
+deb_maintainer() {
+  if [[ -n ${DEBEMAIL:-} ]]; then
+    printf '%s <%s>\n' "${DEBFULLNAME:-${DEBEMAIL%%@*}}" "${DEBEMAIL}"
+  else
+    printf 'nvidia-p2p local build <nvidia-p2p@local-build.invalid>\n'
+  fi
+}
+
+# deb_control TAG DIR: DEBIAN/control. Conflicts with the distributions'
+# NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
+# packages Debian's userspace packages of the same version depend on.
+deb_control() {
+  local tag=$1 d=$2 size
+  size=$(du -sk --exclude=DEBIAN "${d}" | cut -f1)
+  cat <<EOF
+Package: ${PKG_NAME}
+Version: $(deb_version "${tag}")
+Architecture: amd64
+Maintainer: $(deb_maintainer)
+Installed-Size: ${size}
+Depends: dkms (>= ${DKMS_MIN_VERSION})
+Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers
+Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}
+Conflicts: ${PKG_CONFLICTS}
+Section: kernel
+Priority: optional
+Homepage: https://github.com/NVIDIA/open-gpu-kernel-modules
+Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
+ NVIDIA's open GPU kernel modules, driver ${tag}, with the nvidia-p2p patch
+ series (family ${V_FAMILY[${tag}]}): PCIe BAR1 peer-to-peer for consumer GPUs
+ (RTX 3090, RTX 4090). The DKMS module nvidia-p2p builds and installs
+ nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm and nvidia-peermem for every
+ kernel with headers, now and after kernel updates, signed with DKMS's key.
+ .
+ /etc/modprobe.d/nvidia-p2p.conf sets the driver options that switch P2P
+ on; P2P is off when it is removed. The userspace driver of exactly ${tag}
+ is needed beside it (NVIDIA's .run with --no-kernel-modules).
+EOF
+}
+
+# deb_lintian_overrides TAG: what lintian reports of this package that is
+# intended, each with the reason (README.md, "The Debian package").
+deb_lintian_overrides() {
+  local src="usr/src/${DKMS_MODULE}-$1"
+  cat <<EOF
+# Objects DKMS links into nvidia.ko and nvidia-modeset.ko (Debian's own
+# nvidia-kernel-dkms ships them the same way); the link needs their symbols.
+${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia/nv-kernel.o_binary]
+${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kernel.o_binary]
+# A local build for apt install ./file.deb, never uploaded to an archive.
+${PKG_NAME}: initial-upload-closes-no-bugs *
+EOF
+}
+
+deb_postinst() {
+  local tag=$1
+  cat <<EOF
+#!/bin/sh
+# postinst of ${PKG_NAME} ${tag}: DKMS builds the modules for every installed
+# kernel that has headers (DKMS's kernel hooks do it for later kernels).
+set -e
+NAME=${DKMS_MODULE}
+VERSION=${tag}
+if [ "\$1" = configure ]; then
+	if [ -z "\$(dkms status -m "\$NAME" -v "\$VERSION")" ]; then
+		dkms add -m "\$NAME" -v "\$VERSION"
+	fi
+	failed=""
+	for dir in /lib/modules/*; do
+		[ -d "\$dir" ] || continue
+		kver=\${dir##*/}
+		if [ ! -e "\$dir/build/Makefile" ]; then
+			echo "${PKG_NAME}: no headers for kernel \$kver: DKMS builds \$NAME when they are installed" >&2
+			continue
+		fi
+		if ! dkms install -m "\$NAME" -v "\$VERSION" -k "\$kver"; then
+			failed="\$failed \$kver"
+		fi
+	done
+	if [ -n "\$failed" ]; then
+		echo "${PKG_NAME}: DKMS could not build \$NAME/\$VERSION for:\$failed (see /var/lib/dkms/\$NAME/\$VERSION/build/make.log)" >&2
+		exit 1
+	fi
+fi
+exit 0
+EOF
+}
+
+deb_prerm() {
+  local tag=$1
+  cat <<EOF
+#!/bin/sh
+# prerm of ${PKG_NAME} ${tag}: DKMS removes the modules from every kernel.
+set -e
+NAME=${DKMS_MODULE}
+VERSION=${tag}
+case "\$1" in
+remove | upgrade | deconfigure)
+	if [ -n "\$(dkms status -m "\$NAME" -v "\$VERSION")" ]; then
+		dkms remove -m "\$NAME" -v "\$VERSION" --all
+	fi
+	;;
+esac
+exit 0
+EOF
+}
+
+deb_changelog() {
+  local tag=$1
+  cat <<EOF
+${PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
+
+  * Built by nvidia-p2p build.sh ${P2P_VERSION} from the verified upstream
+    source of ${tag} and patch family ${V_FAMILY[${tag}]}.
+  * Upstream tree ${V_TREE[${tag}]}.
+
+ -- $(deb_maintainer)  $(LC_ALL=C date -u -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
+EOF
+}
+
+# deb_copyright: debian/copyright, with upstream's notice from its COPYING.
+deb_copyright() {
+  local notice
+  notice=$(sed -n -E 's/^[[:space:]]*Copyright \([cC]\) ([0-9].*NVIDIA.*)$/\1/p' "${P2P_PATCHED_DIR}/COPYING" 2>/dev/null | head -n 1) || notice=""
+  cat <<EOF
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: open-gpu-kernel-modules
+Source: https://github.com/NVIDIA/open-gpu-kernel-modules
+
+Files: *
+Copyright: ${notice:-NVIDIA CORPORATION & AFFILIATES}
+EOF
+  cat <<'EOF'
+License: MIT or GPL-2
+ The NVIDIA open GPU kernel modules are dual-licensed MIT / GPL-2.0; the
+ nvidia-p2p patch series is under the same terms.
+ .
+ On Debian systems the GPL-2 is in /usr/share/common-licenses/GPL-2.
+ .
+ Permission is hereby granted, free of charge, to any person obtaining a
+ copy of this software and associated documentation files (the "Software"),
+ to deal in the Software without restriction, including without limitation
+ the rights to use, copy, modify, merge, publish, distribute, sublicense,
+ and/or sell copies of the Software, and to permit persons to whom the
+ Software is furnished to do so, subject to the following conditions:
+ .
+ The above copyright notice and this permission notice shall be included in
+ all copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL
+ THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING
+ FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER
+ DEALINGS IN THE SOFTWARE.
+EOF
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# The DKMS path with the real tools, never on this machine's /lib/modules:
+# ci/dkms-chroot.sh in a throwaway copy of a bookworm chroot (ci/chroot.sh
+# make bookworm-dkms: mmdebstrap from Debian's archive, reused between runs
+# when dpkg --verify finds it intact) with real dkms 3.0.10, dpkg/apt,
+# lintian, depmod, update-initramfs and the kernel's sign-file, two kernels
+# (6.1 with its image, 6.12 headers as the kernel update). For 565.57.01:
+# build.sh package, lintian, apt install (DKMS builds and signs for the first
+# kernel), the second kernel's headers (DKMS's hook builds for it), apt purge
+# (nothing left), build.sh install --kernel / uninstall (module trees equal
+# to before, byte for byte). Slow: it runs before the matrix of
+# real_source.bats, which gets the time left.
+#
+# Environment (.ci/run sets these; see real_source.bats): NVP2P_TEST_GIT or
+# NVP2P_UPSTREAM_BUNDLE, NVP2P_TEST_CACHE, NVP2P_TEST_CHROOTS,
+# NVP2P_TEST_WORK, NVP2P_TEST_DEADLINE.
+
+load ../test_helper
+
+DKMS_TAG=565.57.01
+# Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
+# chroot, empty ccache) about 30; it is skipped when fewer are left before
+# the deadline, less 20 for the matrix and the tests after it.
+DKMS_NEED_MIN=30
+
+setup_file() {
+  export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
+  export D_STEPS="${BATS_FILE_TMPDIR}/steps.txt"
+  export D_SKIP=""
+  : >"${D_STEPS}"
+  D_SKIP=$(dkms_cannot_run)
+  [[ -z ${D_SKIP} ]] || return 0
+  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git root copy work out
+  git=$(real_git_dir "${cache}") || { D_SKIP="${git}" && return 0; }
+  if ! out=$("${REPO_ROOT}/build.sh" --cache-dir "${cache}" fetch "${DKMS_TAG}" --source "${git}" --no-run 2>&1); then
+    D_SKIP="no verified source of ${DKMS_TAG}: $(tail -n 1 <<<"${out}")"
+    return 0
+  fi
+  if ! root=$("${REPO_ROOT}/ci/chroot.sh" make bookworm-dkms "${NVP2P_TEST_CHROOTS:-${cache}/chroots}" 2>"${BATS_FILE_TMPDIR}/chroot.log"); then
+    D_SKIP="chroot bookworm-dkms: $(tail -n 1 "${BATS_FILE_TMPDIR}/chroot.log")"
+    return 0
+  fi
+  copy="${BATS_FILE_TMPDIR}/root"
+  work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
+  rm -rf "${work}"
+  cp -a "${root}" "${copy}"
+  "${REPO_ROOT}/ci/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" >"${D_STEPS}" 2>&1 || true
+  rm -rf "${copy}"
+  export D_LOG="${work}/steps.log"
+}
+
+# dkms_cannot_run: why this machine cannot run the test now, or nothing.
+dkms_cannot_run() {
+  local left
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "needs root (mounts, chroot)"
+  elif ! command -v mmdebstrap >/dev/null 2>&1; then
+    echo "mmdebstrap is not installed (Debian package: mmdebstrap)"
+  elif [[ -n ${NVP2P_TEST_DEADLINE:-} ]]; then
+    left=$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60 - 20))
+    [[ ${left} -ge ${DKMS_NEED_MIN} ]] ||
+      echo "time budget: ${left} min left before the deadline (less 20 for the matrix and the tests after it), this needs ${DKMS_NEED_MIN}"
+  fi
+}
+
+# real_git_dir CACHE: the upstream repository (NVP2P_TEST_GIT, else a clone
+# of the bundle), or why there is none (status 1).
+real_git_dir() {
+  local bundle=${NVP2P_UPSTREAM_BUNDLE:-${REPO_ROOT}/../shared/upstream/open-gpu-kernel-modules.bundle}
+  if [[ -n ${NVP2P_TEST_GIT:-} ]]; then
+    printf '%s\n' "${NVP2P_TEST_GIT}"
+  elif [[ -f ${bundle} ]]; then
+    "${REPO_ROOT}/ci/upstream-git.sh" "${bundle}" "$1/upstream.git" 2>&1 || return 1
+  else
+    echo "no upstream git repository: set NVP2P_TEST_GIT, or put the bundle at ${bundle}"
+    return 1
+  fi
+}
+
+setup() {
+  [[ -z ${D_SKIP} ]] || skip "${D_SKIP}"
+}
+
+# passed PREFIX...: the steps whose names start with each PREFIX passed
+# (the whole step list and, on a failure, the log's tail are shown).
+passed() {
+  local p line
+  for p in "$@"; do
+    line=$(grep -E "^(PASS|FAIL) ${p}" "${D_STEPS}" | head -n 1) || true
+    if [[ ${line} != PASS* ]]; then
+      cat "${D_STEPS}"
+      tail -n 40 "${D_LOG:-/dev/null}" 2>/dev/null || true
+      echo "step '${p}': ${line:-did not run}"
+      return 1
+    fi
+  done
+}
+
+@test "dkms chroot: the run names two kernels and real dkms" {
+  run head -n 1 "${D_STEPS}"
+  assert_output --regexp '^kernels: [^ ]+ and [^ ]+ .*; dkms dkms-[0-9]'
+}
+
+@test "dkms chroot: build.sh package ${DKMS_TAG}; lintian reports no error or warning" {
+  passed "build.sh package" "lintian"
+}
+
+@test "dkms chroot: apt install ./nvidia-p2p-dkms_${DKMS_TAG}-1_amd64.deb: DKMS builds signed modules that depmod picks" {
+  passed "apt-get install" "modules of [^ ]+: version"
+}
+
+@test "dkms chroot: headers of a second kernel arrive: DKMS builds for it; the first kernel keeps its modules" {
+  passed "no modules for" "install the headers of" "modules of [^ ]+ still there"
+  run grep -c -E '^PASS modules of [^ ]+: version' "${D_STEPS}"
+  assert_output 2
+}
+
+@test "dkms chroot: apt purge leaves the module trees as before" {
+  passed "apt-get purge" "after purge the module trees are as before"
+}
+
+@test "dkms chroot: build.sh install through DKMS, then uninstall restores the module trees byte for byte" {
+  passed "build.sh install" "modules of [^ ]+ after build.sh install" "build.sh uninstall" "after uninstall the module trees are as before"
+}
+
+@test "dkms chroot: all 17 steps ran and passed" {
+  run grep -c '^FAIL' "${D_STEPS}"
+  assert_output 0
+  run grep -c '^PASS' "${D_STEPS}"
+  assert_output 17
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bats
+# build.sh package: the Debian package of the DKMS source, built with the
+# real dpkg-deb (the kernel-independent objects come from the fixture's make
+# stub). Its maintainer scripts run under real dpkg and dkms in the chroot
+# test (test/real/dkms_chroot.bats).
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  command -v dpkg-deb >/dev/null || skip "dpkg-deb not installed"
+  OUT="${BATS_TEST_TMPDIR}/out"
+  DEB="${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb"
+}
+
+package() {
+  run_build package "${FIXTURE_TAG}" --source "${FIX}/upstream" --out "${OUT}" --no-ccache "$@"
+}
+
+@test "package builds nvidia-p2p-dkms_<tag>-1_amd64.deb and prints its path" {
+  package
+  assert_success
+  assert_line "${DEB}"
+  assert_file_exist "${DEB}"
+  run dpkg-deb -f "${DEB}" Package Version Architecture Depends Section
+  assert_line "Package: nvidia-p2p-dkms"
+  assert_line "Version: ${FIXTURE_TAG}-1"
+  assert_line "Architecture: amd64"
+  assert_line "Depends: dkms (>= 3.0.10)"
+  assert_line "Section: kernel"
+}
+
+@test "the package conflicts with the other NVIDIA kernel module packages and provides nvidia-kernel-<tag>" {
+  package
+  assert_success
+  run dpkg-deb -f "${DEB}" Conflicts Provides
+  assert_line "Conflicts: nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel"
+  assert_line "Provides: nvidia-kernel-${FIXTURE_TAG}, nvidia-open-kernel-${FIXTURE_TAG}"
+}
+
+@test "the package holds the DKMS source, dkms.conf, the options and the override as conffiles, docs" {
+  package
+  assert_success
+  run dpkg-deb -c "${DEB}"
+  assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/dkms.conf"
+  assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary"
+  assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia-modeset/nv-modeset-kernel.o_binary"
+  assert_output --partial "./etc/modprobe.d/nvidia-p2p.conf"
+  assert_output --partial "./etc/depmod.d/nvidia-p2p.conf"
+  assert_output --partial "./usr/share/doc/nvidia-p2p-dkms/copyright"
+  assert_output --partial "./usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz"
+  refute_output --regexp '\.ko$'
+  refute_output --partial "src/nvidia/_out"
+  refute_output --regexp '^l'
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  run cat "${x}/DEBIAN/conffiles"
+  assert_output $'/etc/modprobe.d/nvidia-p2p.conf\n/etc/depmod.d/nvidia-p2p.conf'
+  run cat "${x}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output --partial 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+  run cat "${x}/etc/depmod.d/nvidia-p2p.conf"
+  assert_line 'override nvidia * updates/dkms'
+  run cat "${x}/usr/src/nvidia-p2p-${FIXTURE_TAG}/dkms.conf"
+  assert_line 'PACKAGE_NAME="nvidia-p2p"'
+  assert_line "PACKAGE_VERSION=\"${FIXTURE_TAG}\""
+  (cd "${x}" && md5sum --quiet -c DEBIAN/md5sums)
+}
+
+@test "lintian's concerns: maintainer, copyright notice, no VCS files, overrides with their reasons" {
+  package
+  assert_success
+  run dpkg-deb -f "${DEB}" Maintainer
+  assert_output "nvidia-p2p local build <nvidia-p2p@local-build.invalid>"
+  # upstream's kernel-open/.gitignore stays out of the package
+  printf '*.o\n' >"${WORK}/${FIXTURE_TAG}/patched/kernel-open/.gitignore"
+  DEBEMAIL=ann@example.org DEBFULLNAME="Ann Example" package --revision 2
+  assert_success
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/dkms-src/.gitignore"
+  run dpkg-deb -f "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-2_amd64.deb" Maintainer
+  assert_output "Ann Example <ann@example.org>"
+  run dpkg-deb -c "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-2_amd64.deb"
+  refute_output --partial ".gitignore"
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  run cat "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
+  assert_line "nvidia-p2p-dkms: unstripped-binary-or-object [usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary]"
+  assert_line "nvidia-p2p-dkms: initial-upload-closes-no-bugs *"
+  run grep -c '^#' "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
+  assert_output 3
+  run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | awk 'length > 80 && !/^ -- /' | wc -l"
+  assert_output 0
+}
+
+@test "the maintainer scripts hand the build to DKMS and are valid sh" {
+  package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  sh -n "${x}/DEBIAN/postinst"
+  sh -n "${x}/DEBIAN/prerm"
+  run cat "${x}/DEBIAN/postinst"
+  assert_output --partial "dkms add -m \"\$NAME\" -v \"\$VERSION\""
+  assert_output --partial "dkms install -m \"\$NAME\" -v \"\$VERSION\" -k \"\$kver\""
+  assert_line "VERSION=${FIXTURE_TAG}"
+  run cat "${x}/DEBIAN/prerm"
+  assert_output --partial "dkms remove -m \"\$NAME\" -v \"\$VERSION\" --all"
+  assert_equal "$(stat -c %a "${x}/DEBIAN/postinst")" 755
+}
+
+@test "package of a tag not in versions.conf is refused (3) and writes nothing" {
+  run_build package 999.99.99 --out "${OUT}"
+  assert_failure 3
+  assert_not_exist "${OUT}"
+}
+
+@test "--format other than deb is a usage error (2); --revision sets the Debian revision, a bad one is refused (2)" {
+  package --format rpm
+  assert_failure 2
+  assert_output --partial "only 'deb' is supported"
+  package --revision 'x;1'
+  assert_failure 2
+  assert_output --partial "is not a Debian revision"
+  package --revision 3
+  assert_success
+  assert_file_exist "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-3_amd64.deb"
+}
+
+@test "a failing build of the objects stops the package (8) and leaves no .deb" {
+  FAKE_OBJECTS_FAIL=1 package
+  assert_failure 8
+  assert_output --partial "building the kernel-independent objects of ${FIXTURE_TAG} failed"
+  assert_equal "$(find "${OUT}" -name '*.deb' 2>/dev/null | wc -l)" 0
+}
+
+@test "package --dry-run plans and builds nothing" {
+  run_build --dry-run package "${FIXTURE_TAG}" --out "${OUT}"
+  assert_success
+  assert_output --partial "would run: make"
+  assert_output --partial "nv-kernel.o_binary"
+  assert_output --partial "would build ${DEB} with dpkg-deb"
+  assert_not_exist "${OUT}"
+  assert_not_exist "${CACHE}"
+}
+
+@test "the objects of an earlier kernel build of the same tree are reused, not rebuilt" {
+  run_build build "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-ccache --root "${ROOT}"
+  assert_success
+  : >"${STUB_LOG}"
+  package
+  assert_success
+  run grep -c '^make .*o_binary' "${STUB_LOG}"
+  assert_output 0
+}
