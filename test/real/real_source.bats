@@ -348,7 +348,7 @@ sig_enforce_smoke() {
   printf '#!/bin/sh\necho 0\n' >"${STUBS}/id"
   chmod +x "${STUBS}"/*
   PATH="${STUBS}:${PATH}" run "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" \
-    --root "${root}" --yes install "${tag}" --kernel "${K61}" --no-userspace
+    --root "${root}" --yes install "${tag}" --kernel "${K61}" --no-userspace --no-dkms
   assert_success
   run modprobe -d "${root}" -S "${K61}" --show-depends nvidia
   assert_success
