@@ -283,6 +283,13 @@ remove | upgrade | deconfigure)
 	if [ -n "\$(dkms status -m "\$NAME" -v "\$VERSION")" ]; then
 		dkms remove -m "\$NAME" -v "\$VERSION" --all
 	fi
+	# A kernel DKMS built for with only its headers installed (no image:
+	# no modules.builtin) is left with nothing but depmod's index files.
+	for dir in /lib/modules/*; do
+		[ -d "\$dir" ] && [ ! -e "\$dir/modules.builtin" ] || continue
+		rm -f "\$dir"/modules.*
+		rmdir "\$dir/updates/dkms" "\$dir/updates" "\$dir" 2>/dev/null || true
+	done
 	;;
 esac
 exit 0

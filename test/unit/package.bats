@@ -108,6 +108,27 @@ package() {
   assert_equal "$(stat -c %a "${x}/DEBIAN/postinst")" 755
 }
 
+@test "prerm: after dkms remove, a kernel with headers only keeps no index files; a kernel with its image keeps them" {
+  package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x" m="${BATS_TEST_TMPDIR}/root/lib/modules"
+  dpkg-deb -R "${DEB}" "${x}"
+  mkdir -p "${m}/6.1.0-1-amd64/kernel" "${m}/6.12.0-1-amd64/updates/dkms"
+  touch "${m}/6.1.0-1-amd64/modules.builtin" "${m}/6.1.0-1-amd64/modules.dep" \
+    "${m}/6.12.0-1-amd64/modules.dep" "${m}/6.12.0-1-amd64/modules.alias.bin"
+  sed "s|/lib/modules|${m}|g" "${x}/DEBIAN/prerm" >"${BATS_TEST_TMPDIR}/prerm"
+  stub dkms - <<'STUB'
+[ "$1" = status ] && echo "nvidia-p2p/x: added"
+exit 0
+STUB
+  run sh "${BATS_TEST_TMPDIR}/prerm" remove
+  assert_success
+  run grep -c '^dkms remove' "${STUB_LOG}"
+  assert_output 1
+  assert_file_exist "${m}/6.1.0-1-amd64/modules.dep"
+  assert_not_exist "${m}/6.12.0-1-amd64"
+}
+
 @test "package of a tag not in versions.conf is refused (3) and writes nothing" {
   run_build package 999.99.99 --out "${OUT}"
   assert_failure 3
