@@ -202,9 +202,16 @@ write_depmod_conf() {
     printf 'would write %s (override entries for %s in %s)\n' "${conf}" "${P2P_MODULES}" "${subdir}"
     return 0
   fi
-  mkdir -p "$(dirname "${conf}")"
+  if [[ ! -d $(dirname "${conf}") ]]; then
+    # Made here: uninstall removes it again (drop_created_dir).
+    txn_save "$(created_dir_marker)"
+    mkdir -p "$(dirname "${conf}")" "$(p2p_state_dir)"
+    printf '%s\n' "$(dirname "${conf}")" >"$(created_dir_marker)"
+  fi
   depmod_conf_text "${subdir}" >"${conf}"
 }
+
+created_dir_marker() { printf '%s/created-depmod.d\n' "$(p2p_state_dir)"; }
 
 # depmod_conf_text SUBDIR: the depmod.d text (also shipped by `package`).
 depmod_conf_text() {
@@ -280,6 +287,19 @@ initramfs_path() {
   fi
 }
 
+# drop_created_dir DIR: remove DIR when install made it (its marker says so;
+# no package ships /etc/depmod.d on Debian) and it is empty, so the trees are
+# as before the install.
+drop_created_dir() {
+  local dir=$1 marker
+  marker=$(created_dir_marker)
+  [[ ${P2P_DRY_RUN} -eq 0 && -f ${marker} && "$(cat "${marker}")" == "${dir}" ]] || return 0
+  txn_save "${marker}"
+  run rm -f -- "${marker}"
+  [[ -d ${dir} && -z $(ls -A -- "${dir}") ]] || return 0
+  run rmdir -- "${dir}"
+}
+
 cmd_uninstall() {
   local tag="" kver dtags
   local -a kernels=()
@@ -311,6 +331,7 @@ cmd_uninstall() {
   if [[ -z $(installed_kernels_except "${kernels[@]+"${kernels[@]}"}") ]]; then
     txn_save "$(p2p_depmod_conf)"
     run rm -f -- "$(p2p_depmod_conf)"
+    drop_created_dir "$(dirname "$(p2p_depmod_conf)")"
     txn_save "$(p2p_modprobe_conf)"
     run rm -f -- "$(p2p_modprobe_conf)"
   fi

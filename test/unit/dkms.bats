@@ -186,6 +186,21 @@ assert_nothing_of_ours() {
   assert_equal "$(tree_state)" "${before}"
 }
 
+@test "uninstall removes /etc/depmod.d when install made it, and only then" {
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  rmdir "${ROOT}/etc/depmod.d"
+  local before
+  before=$(tree_state)
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
+  assert_success
+  assert_file_exist "${ROOT}/etc/depmod.d/nvidia-p2p.conf"
+  run_build --root "${ROOT}" --yes uninstall
+  assert_success
+  assert_not_exist "${ROOT}/etc/depmod.d"
+  assert_equal "$(tree_state)" "${before}"
+}
+
 @test "a failing depmod during uninstall rolls back (9): the DKMS module stays registered and installed" {
   dkms_install
   assert_success
