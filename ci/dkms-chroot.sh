@@ -68,13 +68,15 @@ inside() {
 }
 
 FAILED=0
+# Inside the chroot: where inside() bound the work directory.
+readonly IN_WORK=/lab/work
 
 # step NAME CMD...: run CMD, print PASS/FAIL with its time, output to the log.
 step() {
   local name=$1 t0=${SECONDS} rc=0
   shift
-  printf '== %s\n' "${name}" >>/lab/work/steps.log
-  "$@" >>/lab/work/steps.log 2>&1 || rc=$?
+  printf '== %s\n' "${name}" >>"${IN_WORK}/steps.log"
+  "$@" >>"${IN_WORK}/steps.log" 2>&1 || rc=$?
   if [[ ${rc} -eq 0 ]]; then
     printf 'PASS %s (%ss)\n' "${name}" $((SECONDS - t0))
   else
@@ -144,15 +146,15 @@ headers_deb() {
 
 same_state() {
   local before=$1
-  tree_state >/lab/work/state-now.txt
-  diff -u "${before}" /lab/work/state-now.txt
+  tree_state >"${IN_WORK}/state-now.txt"
+  diff -u "${before}" "${IN_WORK}/state-now.txt"
 }
 
 steps() {
   local tag=$1 k1 k2 hdr2 deb
   # shellcheck source=lib/66-sign.sh
   source /lab/repo/lib/66-sign.sh
-  : >/lab/work/steps.log
+  : >"${IN_WORK}/steps.log"
   # K1: the kernel whose image is installed (update-initramfs needs it); K2:
   # the other one, whose headers come and go.
   k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
@@ -164,9 +166,9 @@ steps() {
   step "configure the chroot" dpkg --configure -a
   step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
   step "a userspace driver of ${tag} (stand-in file)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag}"
-  tree_state >/lab/work/state-before.txt
-  step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w package "${tag}" --out /lab/work/out
-  deb=/lab/work/out/nvidia-p2p-dkms_${tag}-1_amd64.deb
+  tree_state >"${IN_WORK}/state-before.txt"
+  step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag}" --out "${IN_WORK}/out"
+  deb="${IN_WORK}/out/nvidia-p2p-dkms_${tag}-1_amd64.deb"
   step "lintian (errors and warnings fail; overrides in the package say why)" lintian --fail-on error,warning --info --display-info "${deb}"
   step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${deb}"
   step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
@@ -175,11 +177,11 @@ steps() {
   step "modules of ${k2}: version, vermagic, signature, depmod's choice" check_modules "${k2}" "${tag}"
   step "modules of ${k1} still there" check_modules "${k1}" "${tag}"
   step "apt-get purge nvidia-p2p-dkms" env DEBIAN_FRONTEND=noninteractive apt-get purge -y nvidia-p2p-dkms
-  step "after purge the module trees are as before (headers of ${k2} back)" bash -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y linux-headers-${k2} >/dev/null && diff -u /lab/work/state-before.txt <(source /lab/repo/ci/dkms-chroot.sh && tree_state)"
-  step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w --yes install "${tag}" --kernel "${k1}" --no-userspace
+  step "after purge the module trees are as before (headers of ${k2} back)" bash -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y linux-headers-${k2} >/dev/null && diff -u ${IN_WORK}/state-before.txt <(source /lab/repo/ci/dkms-chroot.sh && tree_state)"
+  step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes install "${tag}" --kernel "${k1}" --no-userspace
   step "modules of ${k1} after build.sh install" check_modules "${k1}" "${tag}"
-  step "build.sh uninstall" /lab/repo/build.sh --cache-dir /lab/cache --work-dir /lab/work/w --yes uninstall
-  step "after uninstall the module trees are as before" same_state /lab/work/state-before.txt
+  step "build.sh uninstall" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes uninstall
+  step "after uninstall the module trees are as before" same_state "${IN_WORK}/state-before.txt"
   [[ ${FAILED} -eq 0 ]]
 }
 

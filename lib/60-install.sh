@@ -345,13 +345,17 @@ cmd_uninstall() {
   note "the userspace driver from the .run is still installed; see README.md (Uninstall) to replace it"
 }
 
-installed_kernels() {
+# state_entries PREFIX: what follows PREFIX in the names of the state
+# directory's files PREFIX* (installed-<kver>, dkms-<tag>).
+state_entries() {
   local f
-  for f in "$(p2p_state_dir)"/installed-*; do
-    [[ -e ${f} ]] && printf '%s\n' "${f##*/installed-}"
+  for f in "$(p2p_state_dir)/$1"*; do
+    [[ -e ${f} ]] && printf '%s\n' "${f##*/"$1"}"
   done
   return 0
 }
+
+installed_kernels() { state_entries installed-; }
 
 installed_kernels_except() {
   local k skip

@@ -357,13 +357,7 @@ installed_module_tags() {
 
 # --- uninstall ------------------------------------------------------------------
 
-dkms_installed_tags() {
-  local f
-  for f in "$(p2p_state_dir)"/dkms-*; do
-    [[ -e ${f} ]] && printf '%s\n' "${f##*/dkms-}"
-  done
-  return 0
-}
+dkms_installed_tags() { state_entries dkms-; }
 
 # dkms_state_kernels TAG: the kernels the state file of TAG lists.
 dkms_state_kernels() {
