@@ -51,9 +51,16 @@ Other:
   --budget MINUTES    do not start a long stage (compile, build, load, bisect)
                       that would likely end after MINUTES; it is SKIPped with
                       the reason. Estimates: the last run of that stage here,
-                      else a conservative default. Full tags go in phases:
-                      the first kernel for each, then the chroots, the other
-                      kernels, QEMU, bisect; then --compile tags
+                      else a conservative default. Stages go in phases:
+                      the first kernel for each full tag, then the chroots,
+                      the other kernels, QEMU, bisect, then --compile tags;
+                      with --history, the stages that ran longest ago first
+  --history FILE      when each stage of each tag last ran (PASS or FAIL;
+                      this run appends its own): stages that never ran, then
+                      the oldest, go first, so a run that cannot fit every
+                      stage leaves out other ones than the run before did.
+                      A stage a chosen one needs (the build before a load or
+                      a bisect) runs just before it
   --sample-seed N     the rotation of sample:N (default: days since 1970-01-01)
   --cache-dir DIR     build.sh's cache (verified sources); default as build.sh
   --work-dir DIR      build.sh's work dir; default: a new temporary directory
@@ -81,9 +88,13 @@ M_SUMMARY=""
 M_RESULTS=""
 M_BUDGET=0
 M_SEED=""
+M_HISTORY=""
 M_CHROOT_SPEC=latest
 M_TAGS=()
 declare -A RESULT=() REASON=() M_IN_COMPILE=() M_IN_FULL=() M_IN_CHROOT=() M_ESTIMATE=()
+# M_LAST: TAG|COLUMN -> when (seconds since 1970) --history last saw it run;
+# M_BUILDS: TAG -> full builds of TAG started in this run.
+declare -A M_LAST=() M_BUILDS=()
 M_COLUMNS=()
 
 # Conservative stage durations on 2 cores (seconds), until one was measured.
@@ -105,18 +116,10 @@ main() {
   for tag in "${M_TAGS[@]}"; do
     run_apply "${tag}"
   done
-  local -a full compile chroot
-  mapfile -t full < <(ordered M_IN_FULL)
-  mapfile -t compile < <(ordered M_IN_COMPILE)
-  mapfile -t chroot < <(ordered M_IN_CHROOT)
-  # The chroot builds come before the other kernels: they are the only check
-  # of the 7.x compat patches, where a second 6.x kernel repeats much of the first.
-  phase run_build_first "${full[@]+"${full[@]}"}"
-  phase run_build_chroots "${chroot[@]+"${chroot[@]}"}"
-  phase run_build_others "${full[@]+"${full[@]}"}"
-  phase run_qemu "${full[@]+"${full[@]}"}"
-  [[ ${M_BISECT} -eq 0 ]] || phase run_bisect "${full[@]+"${full[@]}"}"
-  phase run_compile "${compile[@]+"${compile[@]}"}"
+  history_load
+  local -a jobs
+  mapfile -t jobs < <(stage_jobs | stalest_first)
+  run_jobs "${jobs[@]+"${jobs[@]}"}"
   summary | tee "${M_SUMMARY:-/dev/null}"
   verdict
 }
@@ -138,6 +141,7 @@ parse_args() {
     --bisect) M_BISECT=1 ;;
     --budget) M_BUDGET=$(($(need_number "$@") * 60)) && shift ;;
     --sample-seed) M_SEED=$(need_number "$@") && shift ;;
+    --history) M_HISTORY=$(abs_path "$(need_value "$@")") && shift ;;
     --cache-dir) P2P_CACHE_DIR=$(abs_path "$(need_value "$@")") && shift ;;
     --work-dir) P2P_WORK_DIR=$(abs_path "$(need_value "$@")") && shift ;;
     --summary) M_SUMMARY=$(abs_path "$(need_value "$@")") && shift ;;
@@ -269,14 +273,96 @@ chroot_krel() {
   "${CHROOT_SH}" kernel "${1%%:*}" "${1#*:}"
 }
 
-# phase FUNCTION TAG...: FUNCTION for each tag whose series applied.
-phase() {
-  local fn=$1 tag
-  shift
-  for tag in "$@"; do
-    [[ ${RESULT["${tag}|apply"]:-} == PASS ]] && "${fn}" "${tag}"
+# --- which stage runs when -------------------------------------------------------
+
+# stage_jobs: one line per long stage to run, in phase order: TAG, COLUMN,
+# FUNCTION, ARGUMENT (tab-separated). The chroot builds come before the
+# other kernels: they are the only check of the 7.x compat patches, where a
+# second 6.x kernel repeats much of the first.
+stage_jobs() {
+  local tag k
+  local -a full compile chroot
+  mapfile -t full < <(ordered M_IN_FULL)
+  mapfile -t compile < <(ordered M_IN_COMPILE)
+  mapfile -t chroot < <(ordered M_IN_CHROOT)
+  for tag in "${full[@]+"${full[@]}"}"; do
+    job "${tag}" "build:$(kernel_label "${M_KERNELS[0]}")" run_build "${M_KERNELS[0]}"
   done
-  return 0
+  for k in "${M_CHROOTS[@]+"${M_CHROOTS[@]}"}"; do
+    for tag in "${chroot[@]+"${chroot[@]}"}"; do
+      job "${tag}" "build:$(chroot_krel "${k}")" run_build_chroot "${k}"
+    done
+  done
+  for k in "${M_KERNELS[@]:1}"; do
+    for tag in "${full[@]+"${full[@]}"}"; do
+      job "${tag}" "build:$(kernel_label "${k}")" run_build "${k}"
+    done
+  done
+  for k in "${M_QEMU[@]+"${M_QEMU[@]}"}"; do
+    for tag in "${full[@]+"${full[@]}"}"; do
+      job "${tag}" "load:${k}" run_qemu "${k}"
+    done
+  done
+  if [[ ${M_BISECT} -eq 1 ]]; then
+    for tag in "${full[@]+"${full[@]}"}"; do
+      job "${tag}" bisect run_bisect -
+    done
+  fi
+  for tag in "${compile[@]+"${compile[@]}"}"; do
+    job "${tag}" compile run_compile -
+  done
+}
+
+job() {
+  printf '%s\t%s\t%s\t%s\n' "$@"
+}
+
+# stalest_first: the jobs on stdin, those --history saw run longest ago
+# first (never: first of all), otherwise in their order.
+stalest_first() {
+  local n=0 tag col rest
+  while IFS=$'\t' read -r tag col rest; do
+    printf '%s\t%s\t%s\t%s\t%s\n' "${M_LAST["${tag}|${col}"]:-0}" "$((n++))" "${tag}" "${col}" "${rest}"
+  done | sort -t $'\t' -k1,1n -k2,2n | cut -f3-
+}
+
+# run_jobs JOB...: each job of a tag whose series applied, unless it already
+# has a result (a stage run earlier as another's prerequisite).
+run_jobs() {
+  local line tag col fn arg
+  for line in "$@"; do
+    IFS=$'\t' read -r tag col fn arg <<<"${line}"
+    [[ ${RESULT["${tag}|apply"]:-} == PASS && -z ${RESULT["${tag}|${col}"]+x} ]] || continue
+    [[ -z ${M_HISTORY} ]] || printf 'next: %s %s (last run: %s)\n' "${tag}" "${col}" "$(last_run "${tag}" "${col}")" >&2
+    "${fn}" "${tag}" "${arg}"
+  done
+}
+
+last_run() {
+  local when=${M_LAST["$1|$2"]:-0}
+  if [[ ${when} -eq 0 ]]; then
+    printf 'never'
+  else
+    date -u -d "@${when}" '+%Y-%m-%d %H:%M UTC'
+  fi
+}
+
+# history_load: M_LAST from --history (a missing file is an empty history;
+# lines that are not WHEN TAG COLUMN PASS|FAIL SECONDS are ignored).
+history_load() {
+  local when tag col result
+  [[ -n ${M_HISTORY} && -f ${M_HISTORY} ]] || return 0
+  while IFS=$'\t' read -r when tag col result _; do
+    [[ ${when} =~ ^[0-9]+$ && ${result} =~ ^(PASS|FAIL)$ && -n ${tag} && -n ${col} ]] || continue
+    M_LAST["${tag}|${col}"]=${when}
+  done <"${M_HISTORY}"
+}
+
+# history_add TAG COLUMN RESULT SECONDS: a line for --history (long stages
+# that ran; not source and apply, which run every time, nor SKIPs).
+history_add() {
+  [[ -n ${M_HISTORY} && $3 =~ ^(PASS|FAIL)$ && $2 != source && $2 != apply ]] || return 0
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%s)" "$1" "$2" "$3" "$4" >>"${M_HISTORY}"
 }
 
 kernel_label() {
@@ -304,6 +390,7 @@ set_result() {
   if [[ -n ${M_RESULTS} ]]; then
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${5:-0}" "${4:-}" >>"${M_RESULTS}"
   fi
+  history_add "$1" "$2" "$3" "${5:-0}"
 }
 
 # skip_reason TAG STAGE WHY: WHY, or, when STAGE of TAG (the stage this one
@@ -479,49 +566,43 @@ run_compile() {
   fi
 }
 
-# run_build_first TAG / run_build_others TAG: gate (b) on the first kernel,
-# then on the others (which reuse the first build's kernel-independent part).
-run_build_first() {
-  run_build "$1" build1 "${M_KERNELS[0]}"
-}
-
-run_build_others() {
-  local k
-  for k in "${M_KERNELS[@]:1}"; do
-    run_build "$1" build "${k}"
-  done
-}
-
-# run_build TAG KIND KERNELSPEC: one full build, its column PASS or FAIL.
+# run_build TAG KERNELSPEC: one full build, its column PASS or FAIL. The
+# first build of a tag in a run compiles the kernel-independent part, the
+# next ones reuse it (their estimates differ).
 run_build() {
-  local tag=$1 kind=$2 k=$3 label rc=0 log
+  local tag=$1 k=$2 kind=build label rc=0 log
   label=$(kernel_label "${k}")
   log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
+  [[ ${M_BUILDS[${tag}]:-0} -gt 0 ]] || kind=build1
   budget_allows "${tag}" "build:${label}" "${kind}" || return 0
+  M_BUILDS[${tag}]=$((${M_BUILDS[${tag}]:-0} + 1))
   timed "${kind}" "${log}" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" \
     --work-dir "${P2P_WORK_DIR}" build "${tag}" "--${k%%:*}" "${k#*:}" || rc=$?
   build_result "${tag}" "${label}" "${rc}" "${log}"
 }
 
-# run_build_chroots TAG: gate (b) inside each chroot, with the repository,
-# the cache and the work directory bound at the same paths (results land
-# where the host's would); a ccache directory of its own per chroot.
-run_build_chroots() {
-  local tag=$1 k name dir label rc log
-  for k in "${M_CHROOTS[@]}"; do
-    name=${k%%:*}
-    dir=${k#*:}
-    label=$(chroot_krel "${k}")
-    log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
-    rc=0
-    budget_allows "${tag}" "build:${label}" build1 || continue
-    timed build1 "${log}" "${CHROOT_SH}" run "${name}" "${dir}" \
-      --bind "${REPO_DIR}:${REPO_DIR}" --bind "${P2P_CACHE_DIR}:${P2P_CACHE_DIR}" \
-      --bind "${P2P_WORK_DIR}:${P2P_WORK_DIR}" -- \
-      env "CCACHE_DIR=${P2P_CACHE_DIR}/ccache-chroot-${name}" "${REPO_DIR}/build.sh" \
-      --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" build "${tag}" --kernel "${label}" || rc=$?
-    build_result "${tag}" "${label}" "${rc}" "${log}"
-  done
+# run_build_chroot TAG NAME:DIR: gate (b) inside chroot NAME, with the
+# repository, the cache and the work directory bound at the same paths
+# (results land where the host's would); a ccache directory of its own.
+run_build_chroot() {
+  local tag=$1 k=$2 name dir label rc=0 log
+  name=${k%%:*}
+  dir=${k#*:}
+  label=$(chroot_krel "${k}")
+  log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
+  budget_allows "${tag}" "build:${label}" build1 || return 0
+  timed build1 "${log}" "${CHROOT_SH}" run "${name}" "${dir}" \
+    --bind "${REPO_DIR}:${REPO_DIR}" --bind "${P2P_CACHE_DIR}:${P2P_CACHE_DIR}" \
+    --bind "${P2P_WORK_DIR}:${P2P_WORK_DIR}" -- \
+    env "CCACHE_DIR=${P2P_CACHE_DIR}/ccache-chroot-${name}" "${REPO_DIR}/build.sh" \
+    --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" build "${tag}" --kernel "${label}" || rc=$?
+  build_result "${tag}" "${label}" "${rc}" "${log}"
+}
+
+# needs_build TAG KERNELSPEC: the build a later stage of TAG needs, run now
+# when this run has not tried it yet.
+needs_build() {
+  [[ -n ${RESULT["$1|build:$(kernel_label "$2")"]+x} ]] || run_build "$1" "$2"
 }
 
 build_result() {
@@ -533,27 +614,29 @@ build_result() {
   fi
 }
 
+# run_qemu TAG KREL: boot Debian's KREL in QEMU and load the modules built
+# for it (that build first, when this run has not tried it).
 run_qemu() {
-  local tag=$1 krel mods log rc image busybox
-  for krel in "${M_QEMU[@]+"${M_QEMU[@]}"}"; do
-    mods="${P2P_WORK_DIR}/${tag}/modules-${krel}"
-    log="${P2P_WORK_DIR}/logs/${tag}-load-${krel}.log"
-    if [[ ! -d ${mods} ]]; then
-      set_result "${tag}" "load:${krel}" SKIP "$(skip_reason "${tag}" "build:${krel}" "no modules built for ${krel}")"
-      continue
-    fi
-    budget_allows "${tag}" "load:${krel}" load || continue
-    image=$(cached_deb "linux-image-${krel}") || image=""
-    busybox=$(cached_deb busybox-static) || busybox=""
-    rc=0
-    timed load "${log}" "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
-      ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} || rc=$?
-    case ${rc} in
-    0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" "${LAST_SECONDS}" ;;
-    77) set_result "${tag}" "load:${krel}" SKIP "$(tail -n 1 "${log}")" ;;
-    *) fail_stage "${tag}" "load:${krel}" "${log}" "${LAST_SECONDS}" ;;
-    esac
+  local tag=$1 krel=$2 k mods log rc=0 image busybox
+  for k in "${M_KERNELS[@]}"; do
+    [[ $(kernel_label "${k}") == "${krel}" ]] && needs_build "${tag}" "${k}"
   done
+  mods="${P2P_WORK_DIR}/${tag}/modules-${krel}"
+  log="${P2P_WORK_DIR}/logs/${tag}-load-${krel}.log"
+  if [[ ! -d ${mods} ]]; then
+    set_result "${tag}" "load:${krel}" SKIP "$(skip_reason "${tag}" "build:${krel}" "no modules built for ${krel}")"
+    return 0
+  fi
+  budget_allows "${tag}" "load:${krel}" load || return 0
+  image=$(cached_deb "linux-image-${krel}") || image=""
+  busybox=$(cached_deb busybox-static) || busybox=""
+  timed load "${log}" "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
+    ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} || rc=$?
+  case ${rc} in
+  0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" "${LAST_SECONDS}" ;;
+  77) set_result "${tag}" "load:${krel}" SKIP "$(tail -n 1 "${log}")" ;;
+  *) fail_stage "${tag}" "load:${krel}" "${log}" "${LAST_SECONDS}" ;;
+  esac
 }
 
 # cached_deb PACKAGE: a .deb of PACKAGE kept in the cache between runs and
@@ -582,6 +665,7 @@ cached_deb() {
 # incrementally.
 run_bisect() {
   local tag=$1 first bdir log rc=0
+  needs_build "${tag}" "${M_KERNELS[0]}"
   first=$(kernel_label "${M_KERNELS[0]}")
   bdir="${P2P_WORK_DIR}/${tag}/build-${first}"
   log="${P2P_WORK_DIR}/logs/${tag}-bisect.log"

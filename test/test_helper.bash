@@ -266,6 +266,8 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ -n ${FAKE_MAKE_FAIL:-} ]] && { echo "nv.c:1: error: fake failure" >&2; exit 2; }
+# FAKE_KO_VERSION=from-path: the version is the tag in the tree's path (WORK/TAG/...).
+[[ ${version} == from-path ]] && version=$(grep -oE '/[0-9]+\.[0-9]+(\.[0-9]+)?/' <<<"${dir}/" | tail -n 1 | tr -d /)
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
 done

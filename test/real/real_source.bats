@@ -20,6 +20,10 @@
 #                           about 7.5) and a build that overruns its estimate
 #   NVP2P_TEST_BUDGET       or: minutes the matrix may take (default: no limit)
 #   NVP2P_TEST_K612         a 6.12 header directory (else one is extracted)
+#   NVP2P_TEST_HISTORY      when each stage last ran (default: in
+#                           NVP2P_TEST_CACHE): the stages left out longest
+#                           go first, so runs that cannot fit every stage
+#                           take turns (ci/matrix.sh --history)
 #   NVP2P_TEST_FULL_SAMPLE / NVP2P_TEST_COMPILE_SAMPLE
 #                           tags sampled for gate (b) / gate (a) (1 / 6;
 #                           gate (a) reuses cached conftest results, ~30 s a tag)
@@ -46,7 +50,8 @@ setup_file() {
   export K612
   real_chroots
   local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}"
-    --results "${REAL_RESULTS}" --kernel "${K61}" --qemu "${K61}" --bisect
+    --results "${REAL_RESULTS}" --history "${NVP2P_TEST_HISTORY:-${REAL_CACHE}/matrix-history.tsv}"
+    --kernel "${K61}" --qemu "${K61}" --bisect
     --full "newest,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-6}")
   [[ -n ${REAL_GIT} ]] && args+=(--git "${REAL_GIT}")
   [[ -n ${NVP2P_TEST_SOURCES:-} ]] && args+=(--sources "${NVP2P_TEST_SOURCES}")

@@ -113,6 +113,52 @@ setup() {
   assert_output --partial "compile: none"
 }
 
+# stages_run RESULTS: TAG COLUMN of the long stages, in the order they ran.
+stages_run() {
+  awk -F'\t' '$2 != "source" && $2 != "apply" { print $1, $2 }' "$1"
+}
+
+@test "--history: stages that never ran go first, then the oldest; each run appends what it ran" {
+  make_fixture
+  export FAKE_KO_VERSION=from-path
+  local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}"
+  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r0.tsv"
+  assert_success
+  run stages_run "${BATS_TEST_TMPDIR}/r0.tsv"
+  assert_output "${FIXTURE_TAG} ${k}"$'\n'"999.20.01 ${k}"
+  printf '%s\n' "not a history line" "$(($(date +%s) - 60))"$'\t'"${FIXTURE_TAG}"$'\t'"${k}"$'\t'"PASS"$'\t'"240" >"${hist}"
+  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r1.tsv" \
+    --history "${hist}"
+  assert_success
+  assert_output --partial "next: 999.20.01 ${k} (last run: never)"
+  assert_output --regexp "next: ${FIXTURE_TAG//./\\.} ${k} \(last run: [0-9-]+ [0-9:]+ UTC\)"
+  run stages_run "${BATS_TEST_TMPDIR}/r1.tsv"
+  assert_output "999.20.01 ${k}"$'\n'"${FIXTURE_TAG} ${k}"
+  # Both builds appended, in the order they ran, with their time; nothing
+  # for source and apply; the malformed line was ignored.
+  run cut -f2-4 <(sed 1d "${hist}")
+  assert_output "${FIXTURE_TAG}"$'\t'"${k}"$'\t'"PASS"$'\n'"999.20.01"$'\t'"${k}"$'\t'"PASS"$'\n'"${FIXTURE_TAG}"$'\t'"${k}"$'\t'"PASS"
+  run awk -F'\t' 'NR > 2 && $1 < t - 600 { print "old: " $0 }' t="$(date +%s)" "${hist}"
+  assert_output ""
+}
+
+@test "--history: a bisect that goes first has its build run just before it" {
+  make_fixture
+  export FAKE_KO_VERSION=from-path
+  local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}" t
+  t=$(($(date +%s) - 60))
+  printf '%s\t%s\t%s\tPASS\t240\n' "${t}" "${FIXTURE_TAG}" "${k}" "${t}" 999.20.01 "${k}" >"${hist}"
+  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --bisect \
+    --results "${BATS_TEST_TMPDIR}/r.tsv" --history "${hist}"
+  assert_success
+  run stages_run "${BATS_TEST_TMPDIR}/r.tsv"
+  assert_output "${FIXTURE_TAG} ${k}"$'\n'"${FIXTURE_TAG} bisect"$'\n'"999.20.01 ${k}"$'\n'"999.20.01 bisect"
+  assert_line --index 1 --regexp "bisect$"
+}
+
 @test "sample:N takes N tags that are no family's first or newest, another slice each day" {
   load_matrix() {
     # shellcheck source=/dev/null
