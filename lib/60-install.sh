@@ -249,6 +249,32 @@ modprobe_conf_text() {
   cat "${src}"
 }
 
+# kernel_has_modules KVER: the tree of KVER holds modules to index (the
+# image's modules.builtin, or any .ko); one with headers only and none of
+# ours left holds none.
+kernel_has_modules() {
+  local d="${P2P_ROOT}/lib/modules/$1"
+  [[ -e ${d}/modules.builtin || -n $(find "${d}" -name '*.ko*' -print -quit 2>/dev/null) ]]
+}
+
+# clear_module_index KVER: for a kernel with no modules left, what depmod
+# made when ours were there (index files, empty updates directories) goes,
+# instead of a new depmod run that would leave an index of nothing.
+clear_module_index() {
+  local d="${P2P_ROOT}/lib/modules/$1" f sub
+  stage depmod "none for $1 (headers only, no modules left): its index files removed"
+  for f in "${d}"/modules.*; do
+    [[ -e ${f} ]] || continue
+    txn_save "${f}"
+    run rm -f -- "${f}"
+  done
+  for sub in updates/dkms updates; do
+    [[ -d ${d}/${sub} && -z $(ls -A "${d}/${sub}") ]] || continue
+    txn_save "${d}/${sub}"
+    run rmdir -- "${d}/${sub}"
+  done
+}
+
 # refresh_module_index KVER: depmod, then the initramfs (which may carry the
 # nvidia modules and their options). Both outputs are saved first.
 refresh_module_index() {
@@ -336,8 +362,12 @@ cmd_uninstall() {
     run rm -f -- "$(p2p_modprobe_conf)"
   fi
   for kver in "${P2P_KERNELS[@]+"${P2P_KERNELS[@]}"}"; do
-    if [[ -d ${P2P_ROOT}/lib/modules/${kver} ]]; then
+    if [[ ! -d ${P2P_ROOT}/lib/modules/${kver} ]]; then
+      continue
+    elif kernel_has_modules "${kver}"; then
       refresh_module_index "${kver}"
+    else
+      clear_module_index "${kver}"
     fi
   done
   txn_commit

@@ -284,9 +284,11 @@ remove | upgrade | deconfigure)
 		dkms remove -m "\$NAME" -v "\$VERSION" --all
 	fi
 	# A kernel DKMS built for with only its headers installed (no image:
-	# no modules.builtin) is left with nothing but depmod's index files.
+	# no modules.builtin) and no other module is left with nothing but
+	# depmod's index files.
 	for dir in /lib/modules/*; do
 		[ -d "\$dir" ] && [ ! -e "\$dir/modules.builtin" ] || continue
+		[ -z "\$(find "\$dir" -name '*.ko*' -print -quit)" ] || continue
 		rm -f "\$dir"/modules.*
 		rmdir "\$dir/updates/dkms" "\$dir/updates" "\$dir" 2>/dev/null || true
 	done

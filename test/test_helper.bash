@@ -120,6 +120,8 @@ make_fixture() {
   cp -a "${FIX}/data" "${BATS_TEST_TMPDIR}/data"
   use_data_dir "${BATS_TEST_TMPDIR}/data"
   fixture_kernel "${ROOT}" "${FIXTURE_KREL}"
+  # The running kernel has its image installed, not only headers.
+  printf 'kernel/fake/builtin.ko\n' >"${ROOT}/lib/modules/${FIXTURE_KREL}/modules.builtin"
   fixture_build_stubs
 }
 
@@ -283,6 +285,14 @@ sed -n "s/^${field}=//p" "${file}"
 STUB
   stub depmod - <<'STUB'
 [[ -n ${FAKE_DEPMOD_FAIL:-} ]] && exit 1
+# FAKE_DEPMOD_INDEX=1: write index files as depmod does (from the modules there).
+if [[ -n ${FAKE_DEPMOD_INDEX:-} ]]; then
+  b="" k=""
+  while [[ $# -gt 0 ]]; do case $1 in -b) b=$2; shift ;; -C) shift ;; -*) ;; *) k=$1 ;; esac; shift; done
+  d="${b}/lib/modules/${k}"
+  (cd "${d}" && find . -name '*.ko*' | LC_ALL=C sort) >"${d}/modules.dep"
+  : >"${d}/modules.alias.bin"
+fi
 exit 0
 STUB
   stub update-initramfs - <<'STUB'

@@ -108,7 +108,7 @@ package() {
   assert_equal "$(stat -c %a "${x}/DEBIAN/postinst")" 755
 }
 
-@test "prerm: after dkms remove, a kernel with headers only keeps no index files; a kernel with its image keeps them" {
+@test "prerm: after dkms remove, a kernel with headers only and no module keeps no index files; others keep them" {
   package
   assert_success
   local x="${BATS_TEST_TMPDIR}/x" m="${BATS_TEST_TMPDIR}/root/lib/modules"
@@ -116,6 +116,9 @@ package() {
   mkdir -p "${m}/6.1.0-1-amd64/kernel" "${m}/6.12.0-1-amd64/updates/dkms"
   touch "${m}/6.1.0-1-amd64/modules.builtin" "${m}/6.1.0-1-amd64/modules.dep" \
     "${m}/6.12.0-1-amd64/modules.dep" "${m}/6.12.0-1-amd64/modules.alias.bin"
+  # Headers only, but another DKMS module built there: its index stays.
+  mkdir -p "${m}/6.13.0-1-amd64/updates/dkms"
+  touch "${m}/6.13.0-1-amd64/updates/dkms/other.ko.xz" "${m}/6.13.0-1-amd64/modules.dep"
   sed "s|/lib/modules|${m}|g" "${x}/DEBIAN/prerm" >"${BATS_TEST_TMPDIR}/prerm"
   stub dkms - <<'STUB'
 [ "$1" = status ] && echo "nvidia-p2p/x: added"
@@ -127,6 +130,7 @@ STUB
   assert_output 1
   assert_file_exist "${m}/6.1.0-1-amd64/modules.dep"
   assert_not_exist "${m}/6.12.0-1-amd64"
+  assert_file_exist "${m}/6.13.0-1-amd64/modules.dep"
 }
 
 @test "package of a tag not in versions.conf is refused (3) and writes nothing" {
