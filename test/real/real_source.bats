@@ -52,7 +52,7 @@ setup_file() {
   local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}"
     --results "${REAL_RESULTS}" --history "${NVP2P_TEST_HISTORY:-${REAL_CACHE}/matrix-history.tsv}"
     --kernel "${K61}" --qemu "${K61}" --bisect
-    --full "newest,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-6}")
+    --full "newest,first,sample:${NVP2P_TEST_FULL_SAMPLE:-1}" --compile "sample:${NVP2P_TEST_COMPILE_SAMPLE:-6}")
   [[ -n ${REAL_GIT} ]] && args+=(--git "${REAL_GIT}")
   [[ -n ${NVP2P_TEST_SOURCES:-} ]] && args+=(--sources "${NVP2P_TEST_SOURCES}")
   [[ -n ${K612} ]] && args+=(--kernel-src "${K612}")
@@ -184,6 +184,15 @@ check_stages() {
   check_stages "${newest[@]}"
 }
 
+@test "the first tag of every family: all modules for 6.1 and 6.12, module checks, QEMU load, bisect" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/kernel-sysroot.sh)"
+  local -a first
+  mapfile -t first < <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends first')
+  printf '# %s\n' "${first[*]}" >&3
+  check_stages "${first[@]}"
+}
+
 @test "the latest tag builds all modules on Debian's Linux 7.2 (sid) and 7.3 (trixie-backports), in chroots" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   [[ -z ${REAL_CHROOT_SKIP} ]] || skip "${REAL_CHROOT_SKIP}"
@@ -203,7 +212,7 @@ check_stages() {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   local -a sampled
   mapfile -t sampled < <(awk -F'\t' '$2 == "compile" || $2 ~ /^bisect$/ { print $1 }' "${REAL_RESULTS}" | sort -u |
-    grep -v -x -F -f <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest'))
+    grep -v -x -F -f <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest; family_ends first'))
   [[ ${#sampled[@]} -gt 0 ]] || skip "no tag was sampled in this run"
   printf '# %s\n' "${sampled[*]}" >&3
   check_stages "${sampled[@]}"
