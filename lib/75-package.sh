@@ -15,10 +15,13 @@
 
 readonly PKG_NAME="nvidia-p2p-dkms"
 # Packages that put NVIDIA kernel modules on the system, which must not be
-# loadable beside ours: Debian's DKMS packages (proprietary, open, Tesla)
-# and the virtual package Ubuntu's nvidia-dkms-<branch> provide. No
-# Replaces: no file is shared. No Breaks: Conflicts already keeps them apart.
-readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel"
+# loadable beside ours: Debian's DKMS packages (proprietary, open, Tesla;
+# nvidia-kernel-dkms-any is the virtual name they provide), the names of
+# NVIDIA's own repositories (Debian: nvidia-kernel-open-dkms; Ubuntu from
+# 590: nvidia-dkms, nvidia-dkms-open) and the virtual package Ubuntu's
+# nvidia-dkms-<branch> provide. No Replaces: no file is shared. No Breaks:
+# Conflicts already keeps them apart.
+readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms, nvidia-kernel-open-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel, nvidia-dkms, nvidia-dkms-open"
 
 help_package() {
   cat <<'EOF'

@@ -35,7 +35,7 @@ package() {
   package
   assert_success
   run dpkg-deb -f "${DEB}" Conflicts Provides
-  assert_line "Conflicts: nvidia-kernel-dkms, nvidia-open-kernel-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel"
+  assert_line "Conflicts: nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms, nvidia-kernel-open-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel, nvidia-dkms, nvidia-dkms-open"
   assert_line "Provides: nvidia-kernel-${FIXTURE_TAG}, nvidia-open-kernel-${FIXTURE_TAG}"
 }
 
