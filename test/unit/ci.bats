@@ -120,15 +120,14 @@ stages_run() {
 
 @test "--history: stages that never ran go first, then the oldest; each run appends what it ran" {
   make_fixture
-  export FAKE_KO_VERSION=from-path
   local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r0.tsv"
   assert_success
   run stages_run "${BATS_TEST_TMPDIR}/r0.tsv"
   assert_output "${FIXTURE_TAG} ${k}"$'\n'"999.20.01 ${k}"
   printf '%s\n' "not a history line" "$(($(date +%s) - 60))"$'\t'"${FIXTURE_TAG}"$'\t'"${k}"$'\t'"PASS"$'\t'"240" >"${hist}"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r1.tsv" \
     --history "${hist}"
   assert_success
@@ -146,11 +145,10 @@ stages_run() {
 
 @test "--history: a bisect that goes first has its build run just before it" {
   make_fixture
-  export FAKE_KO_VERSION=from-path
   local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}" t
   t=$(($(date +%s) - 60))
   printf '%s\t%s\t%s\tPASS\t240\n' "${t}" "${FIXTURE_TAG}" "${k}" "${t}" 999.20.01 "${k}" >"${hist}"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --bisect \
     --results "${BATS_TEST_TMPDIR}/r.tsv" --history "${hist}"
   assert_success
