@@ -175,22 +175,28 @@ check_stages() {
   printf '# %s tags applied at fuzz 0\n' "${n}" >&3
 }
 
-@test "the newest tag of every family: all modules for 6.1 and 6.12, module checks, QEMU load, bisect" {
+# family_ends_of WHICH...: the newest / first tag of every family (build.sh's
+# family_ends), one per line.
+family_ends_of() {
+  (cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; for w in "$@"; do family_ends "${w}"; done' _ "$@")
+}
+
+# check_family_ends WHICH: gate (b) with every stage for those tags.
+check_family_ends() {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/kernel-sysroot.sh)"
-  local -a newest
-  mapfile -t newest < <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest')
-  printf '# %s\n' "${newest[*]}" >&3
-  check_stages "${newest[@]}"
+  local -a tags
+  mapfile -t tags < <(family_ends_of "$1")
+  printf '# %s\n' "${tags[*]}" >&3
+  check_stages "${tags[@]}"
+}
+
+@test "the newest tag of every family: all modules for 6.1 and 6.12, module checks, QEMU load, bisect" {
+  check_family_ends newest
 }
 
 @test "the first tag of every family: all modules for 6.1 and 6.12, module checks, QEMU load, bisect" {
-  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
-  [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/kernel-sysroot.sh)"
-  local -a first
-  mapfile -t first < <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends first')
-  printf '# %s\n' "${first[*]}" >&3
-  check_stages "${first[@]}"
+  check_family_ends first
 }
 
 @test "the latest tag builds all modules on Debian's Linux 7.2 (sid) and 7.3 (trixie-backports), in chroots" {
@@ -212,7 +218,7 @@ check_stages() {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   local -a sampled
   mapfile -t sampled < <(awk -F'\t' '$2 == "compile" || $2 ~ /^bisect$/ { print $1 }' "${REAL_RESULTS}" | sort -u |
-    grep -v -x -F -f <(cd "${REPO_ROOT}" && bash -c 'source ./build.sh; versions_load; family_ends newest; family_ends first'))
+    grep -v -x -F -f <(family_ends_of newest first))
   [[ ${#sampled[@]} -gt 0 ]] || skip "no tag was sampled in this run"
   printf '# %s\n' "${sampled[*]}" >&3
   check_stages "${sampled[@]}"
