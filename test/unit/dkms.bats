@@ -202,19 +202,18 @@ assert_nothing_of_ours() {
 }
 
 @test "uninstall leaves a kernel with headers only as it was: no index of nothing, no empty updates/" {
-  export FAKE_DEPMOD_INDEX=1
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
   fixture_kernel "${ROOT}" "${K2}"
   assert_not_exist "${ROOT}/lib/modules/${K2}/modules.builtin"
-  depmod -a -b "${ROOT}" "${FIXTURE_KREL}"
+  FAKE_DEPMOD_INDEX=1 depmod -a -b "${ROOT}" "${FIXTURE_KREL}"
   local before
   before=$(tree_state)
-  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
+  FAKE_DEPMOD_INDEX=1 run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
   assert_success
   run cat "${ROOT}/lib/modules/${K2}/modules.dep"
   assert_line ./updates/dkms/nvidia.ko
-  run_build --root "${ROOT}" --yes uninstall
+  FAKE_DEPMOD_INDEX=1 run_build --root "${ROOT}" --yes uninstall
   assert_success
   assert_output --partial "none for ${K2} (headers only, no modules left): its index files removed"
   assert_not_exist "${ROOT}/lib/modules/${K2}/modules.dep"
@@ -223,6 +222,22 @@ assert_nothing_of_ours() {
   run cat "${ROOT}/lib/modules/${FIXTURE_KREL}/modules.dep"
   assert_output ./updates/dkms/other.ko
   assert_equal "$(tree_state)" "${before}"
+}
+
+@test "uninstall reindexes a kernel with headers only that still holds another module" {
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  fixture_kernel "${ROOT}" "${K2}"
+  mkdir -p "${ROOT}/lib/modules/${K2}/updates/dkms"
+  printf 'other\n' >"${ROOT}/lib/modules/${K2}/updates/dkms/other.ko"
+  FAKE_DEPMOD_INDEX=1 run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-userspace
+  assert_success
+  FAKE_DEPMOD_INDEX=1 run_build --root "${ROOT}" --yes uninstall
+  assert_success
+  assert_output --partial "depmod    ${K2}"
+  refute_output --partial "its index files removed"
+  run cat "${ROOT}/lib/modules/${K2}/modules.dep"
+  assert_output ./updates/dkms/other.ko
 }
 
 @test "a failing depmod during uninstall rolls back (9): the DKMS module stays registered and installed" {
