@@ -11,17 +11,29 @@
 # to before, byte for byte). Slow: it runs before the matrix of
 # real_source.bats, which gets the time left.
 #
+# Taking turns with the matrix: a run whose 17 steps all pass records, in
+# the cache, the digest of what it tested (build.sh, lib/, the chroot
+# scripts, this file, the series and its family's patches, the tag's pins,
+# the chroot's installed packages). A later run with the same digest, within
+# DKMS_MAX_AGE_DAYS of that pass, SKIPs every test with the record's date and
+# leaves the time to the matrix; any change to one of them runs it again.
+# NVP2P_TEST_DKMS=always runs it regardless.
+#
 # Environment (.ci/run sets these; see real_source.bats): NVP2P_TEST_GIT or
 # NVP2P_UPSTREAM_BUNDLE, NVP2P_TEST_CACHE, NVP2P_TEST_CHROOTS,
-# NVP2P_TEST_WORK, NVP2P_TEST_DEADLINE.
+# NVP2P_TEST_WORK, NVP2P_TEST_DEADLINE; NVP2P_TEST_DKMS.
 
 load ../test_helper
+load dkms_record
 
 DKMS_TAG=565.57.01
 # Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
 # chroot, empty ccache) about 30; it is skipped when fewer are left before
 # the deadline, less 20 for the matrix and the tests after it.
 DKMS_NEED_MIN=30
+# A pass with the same inputs is trusted for this long (Debian's updates to
+# the chroot change its digest sooner).
+DKMS_MAX_AGE_DAYS=7
 
 setup_file() {
   export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
@@ -40,6 +52,11 @@ setup_file() {
     D_SKIP="chroot bookworm-dkms: $(tail -n 1 "${BATS_FILE_TMPDIR}/chroot.log")"
     return 0
   fi
+  export D_RECORD="${cache}/dkms-chroot-passed"
+  export D_DIGEST
+  D_DIGEST=$(inputs_digest "${REPO_ROOT}" "${DKMS_TAG}" "${root}")
+  D_SKIP=$(recent_pass "${D_RECORD}" "${D_DIGEST}" "${DKMS_MAX_AGE_DAYS}")
+  [[ -z ${D_SKIP} ]] || return 0
   copy="${BATS_FILE_TMPDIR}/root"
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
   rm -rf "${work}"
@@ -47,6 +64,7 @@ setup_file() {
   "${REPO_ROOT}/ci/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" >"${D_STEPS}" 2>&1 || true
   rm -rf "${copy}"
   export D_LOG="${work}/steps.log"
+  record_result "${D_RECORD}" "${D_DIGEST}" "${D_STEPS}" 17
 }
 
 # dkms_cannot_run: why this machine cannot run the test now, or nothing.

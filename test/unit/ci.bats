@@ -371,3 +371,80 @@ STUB
   assert_failure 2
   assert_output --partial "malformed line for x"
 }
+
+# The DKMS chroot test's record (test/real/dkms_record.bash).
+dkms_record_setup() {
+  load ../real/dkms_record
+  DR_REPO="${BATS_TEST_TMPDIR}/repo"
+  mkdir -p "${DR_REPO}/test/real" "${DR_REPO}/ci" "${DR_REPO}/chroot/var/lib/dpkg"
+  cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" \
+    "${REPO_ROOT}/versions.conf" "${DR_REPO}/"
+  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/test/real/dkms_chroot.bats" "${REPO_ROOT}/test/real/dkms_record.bash" "${DR_REPO}/test/real/"
+  printf 'Package: dkms\nVersion: 3.0.10-8+deb12u1\n' >"${DR_REPO}/chroot/var/lib/dpkg/status"
+}
+
+@test "dkms record: the inputs digest follows the code, the family's patches, the pins and the chroot, not the tested column" {
+  dkms_record_setup
+  local d0 d family
+  family=$(awk '$1 == "565.57.01" { print $2 }' "${DR_REPO}/versions.conf")
+  d0=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  assert_regex "${d0}" '^[0-9a-f]{64}$'
+  sed -i -E '/^565\.57\.01 /s/[^ ]+$/apply,compile,build:9.9/' "${DR_REPO}/versions.conf"
+  assert_equal "$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")" "${d0}"
+  echo '# changed' >>"${DR_REPO}/lib/65-dkms.sh"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  d0=${d}
+  local patches=("${DR_REPO}/patches/${family}"/p2p-*.patch)
+  echo '# changed' >>"${patches[0]}"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  d0=${d}
+  echo 'Package: lintian' >>"${DR_REPO}/chroot/var/lib/dpkg/status"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  d0=${d}
+  sed -i -E '/^565\.57\.01 /s/ [0-9a-f]{64} / '"$(printf '0%.0s' {1..64})"' /' "${DR_REPO}/versions.conf"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  run inputs_digest "${DR_REPO}" 999.1.1 "${DR_REPO}/chroot"
+  assert_failure
+}
+
+@test "dkms record: only a full pass is recorded; a failed step removes the record" {
+  dkms_record_setup
+  local steps="${BATS_TEST_TMPDIR}/steps" rec="${BATS_TEST_TMPDIR}/rec" when digest
+  { echo 'kernels: a and b; dkms dkms-3.0.10'; for _ in 1 2 3; do echo 'PASS step (1 s)'; done; } >"${steps}"
+  record_result "${rec}" abc "${steps}" 3
+  read -r when digest <"${rec}"
+  assert_equal "${digest}" abc
+  assert_regex "${when}" '^[0-9]+$'
+  record_result "${rec}" abc "${steps}" 4
+  assert_not_exist "${rec}"
+  record_result "${rec}" abc "${steps}" 3
+  echo 'FAIL step (1 s)' >>"${steps}"
+  record_result "${rec}" abc "${steps}" 3
+  assert_not_exist "${rec}"
+}
+
+@test "dkms record: a recent pass with the same digest is left out, with its date; anything else runs" {
+  dkms_record_setup
+  local rec="${BATS_TEST_TMPDIR}/rec" now
+  now=$(date +%s)
+  run recent_pass "${rec}" abc 7
+  assert_output ""
+  printf '%s abc\n' "$((now - 86400))" >"${rec}"
+  run recent_pass "${rec}" abc 7
+  assert_output --regexp "^passed on $(date -u -d "@$((now - 86400))" +%F) .*digest abc, 1 of 7 days old.*NVP2P_TEST_DKMS=always runs it$"
+  run recent_pass "${rec}" abd 7
+  assert_output ""
+  NVP2P_TEST_DKMS=always run recent_pass "${rec}" abc 7
+  assert_output ""
+  printf '%s abc\n' "$((now - 7 * 86400))" >"${rec}"
+  run recent_pass "${rec}" abc 7
+  assert_output ""
+  printf 'garbage\n' >"${rec}"
+  run recent_pass "${rec}" abc 7
+  assert_output ""
+}
