@@ -15,20 +15,52 @@ FIXTURE_TAG="999.10.01"
 FIXTURE_KREL="6.1.0-99-test"
 
 common_setup() {
-  export HOME="${BATS_TEST_TMPDIR}/home"
-  mkdir -p "${HOME}"
+  common_env "${BATS_TEST_TMPDIR}"
+  common_dirs
+}
+
+# common_env BASE: the test's environment, its directories under BASE
+# (TEST_BASE).
+common_env() {
+  TEST_BASE=$1
+  export HOME="$1/home"
   unset XDG_CACHE_HOME NVP2P_DATA_DIR NVP2P_SYSFS CCACHE_DIR
   export NO_COLOR=1 LC_ALL=C
-  STUBS="${BATS_TEST_TMPDIR}/stubs"
-  mkdir -p "${STUBS}"
+  STUBS="$1/stubs"
   export PATH="${STUBS}:${PATH}"
-  export STUB_LOG="${BATS_TEST_TMPDIR}/stub.log"
-  : >"${STUB_LOG}"
-  CACHE="${BATS_TEST_TMPDIR}/cache"
-  WORK="${BATS_TEST_TMPDIR}/work"
-  ROOT="${BATS_TEST_TMPDIR}/root"
-  mkdir -p "${ROOT}"
+  export STUB_LOG="$1/stub.log"
+  CACHE="$1/cache"
+  WORK="$1/work"
+  ROOT="$1/root"
   export CACHE WORK ROOT
+}
+
+# common_dirs: the directories of common_env, and an empty stub log.
+common_dirs() {
+  mkdir -p "${HOME}" "${STUBS}" "${ROOT}"
+  : >"${STUB_LOG}"
+}
+
+# prepared_setup ENV_FN STATE_FN: common_setup and make_fixture in a fixed
+# directory of the test file, then ENV_FN (variables, every test) and, once
+# per file, STATE_FN (files: e.g. a fetch and a build), whose result is kept
+# and copied back for each later test. The paths stay the same, so build
+# stamps stay valid, and each test starts from the same files (stub log
+# included) as if STATE_FN had run for it.
+prepared_setup() {
+  local base="${BATS_FILE_TMPDIR}/prepared" snap="${BATS_FILE_TMPDIR}/prepared.snap"
+  common_env "${base}"
+  fixture_env "${base}"
+  "$1"
+  rm -rf "${base}"
+  if [[ -d ${snap} ]]; then
+    cp -a "${snap}" "${base}"
+    return 0
+  fi
+  common_dirs
+  fixture_state "${base}"
+  "$2"
+  cp -a "${base}" "${snap}"
 }
 
 # stub NAME [-]: an executable NAME first on PATH that records its arguments
@@ -111,14 +143,25 @@ use_data_dir() {
 # make_fixture: build (once per test file) the fake upstream and data dir, then
 # point build.sh at the data with NVP2P_DATA_DIR.
 make_fixture() {
-  FIX="${BATS_FILE_TMPDIR}/fixture"
+  fixture_env "${BATS_TEST_TMPDIR}"
+  fixture_state "${BATS_TEST_TMPDIR}"
+}
+
+# fixture_env BASE: FIX (the fake upstream) and NVP2P_DATA_DIR (BASE/data).
+fixture_env() {
+  export FIX="${BATS_FILE_TMPDIR}/fixture"
+  export NVP2P_DATA_DIR="$1/data" FIXTURE_TAG FIXTURE_KREL
+}
+
+# fixture_state BASE: the fake upstream (once per file), its data copied to
+# BASE/data, the fixture kernel under ROOT, the build stubs.
+fixture_state() {
   if [[ ! -f ${FIX}/.done ]]; then
     fixture_build "${FIX}" >"${BATS_FILE_TMPDIR}/fixture.log" 2>&1
   fi
-  export FIX
-  rm -rf "${BATS_TEST_TMPDIR}/data"
-  cp -a "${FIX}/data" "${BATS_TEST_TMPDIR}/data"
-  use_data_dir "${BATS_TEST_TMPDIR}/data"
+  rm -rf "$1/data"
+  cp -a "${FIX}/data" "$1/data"
+  use_data_dir "$1/data"
   fixture_kernel "${ROOT}" "${FIXTURE_KREL}"
   # The running kernel has its image installed, not only headers.
   printf 'kernel/fake/builtin.ko\n' >"${ROOT}/lib/modules/${FIXTURE_KREL}/modules.builtin"

@@ -9,20 +9,26 @@ load ../test_helper
 K2="6.12.0-99-test"
 
 setup() {
-  common_setup
-  make_fixture
+  prepared_setup dkms_env dkms_state
+}
+
+dkms_env() {
   export STANDIN_ROOT="${ROOT}"
   RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
   DKMS_SRC="${ROOT}/usr/src/nvidia-p2p-${FIXTURE_TAG}"
   DEST="${ROOT}/lib/modules/${FIXTURE_KREL}/updates/dkms"
+}
+
+# Fetched and built, as root, the dkms stand-in; the state before: another
+# DKMS module's file, an index, an initramfs, DKMS's empty tree, kmod's
+# configuration directories.
+dkms_state() {
   run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
   assert_success
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
   assert_success
   as_root
   stub_dkms
-  # The state before: another DKMS module's file, an index, an initramfs,
-  # DKMS's empty tree, kmod's configuration directories.
   mkdir -p "${DEST}" "${ROOT}/boot" "${ROOT}/var/lib/dkms" "${ROOT}/etc/depmod.d" "${ROOT}/etc/modprobe.d"
   printf 'other dkms module\n' >"${DEST}/other.ko"
   printf 'old index\n' >"${ROOT}/lib/modules/${FIXTURE_KREL}/modules.dep"

@@ -6,17 +6,23 @@
 load ../test_helper
 
 setup() {
-  common_setup
-  make_fixture
+  prepared_setup install_env install_state
+}
+
+install_env() {
   export STANDIN_ROOT="${ROOT}"
   RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
   MODDIR="${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p"
+}
+
+# Fetched and built, as root; a previous state to be preserved: another
+# install's options, an index, an initramfs.
+install_state() {
   run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
   assert_success
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
   assert_success
   as_root
-  # A previous state to be preserved: another install's options, and an index.
   mkdir -p "${ROOT}/etc/modprobe.d" "${ROOT}/boot"
   printf 'options nvidia previous=1\n' >"${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
   printf 'old index\n' >"${ROOT}/lib/modules/${FIXTURE_KREL}/modules.dep"

@@ -9,11 +9,18 @@
 load ../test_helper
 
 setup() {
-  common_setup
-  make_fixture
+  prepared_setup sign_env sign_state
+}
+
+sign_env() {
   export STANDIN_ROOT="${ROOT}"
   RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
-  KEYS="${BATS_TEST_TMPDIR}/keys"
+  KEYS="${TEST_BASE}/keys"
+}
+
+# Fetched and built, as root, the dkms stand-in, the kernel's sign-file, a
+# user key pair.
+sign_state() {
   run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
   assert_success
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
