@@ -22,7 +22,7 @@ common_setup() {
 # common_env BASE: the test's environment, its directories under BASE
 # (TEST_BASE).
 common_env() {
-  TEST_BASE=$1
+  export TEST_BASE=$1
   export HOME="$1/home"
   unset XDG_CACHE_HOME NVP2P_DATA_DIR NVP2P_SYSFS CCACHE_DIR
   export NO_COLOR=1 LC_ALL=C
