@@ -117,6 +117,15 @@ run_build() {
   run "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" "$@"
 }
 
+# fetch_and_build: the fixture tag fetched (source and stand-in .run) and
+# built for the fixture kernel, with ROOT as the install root.
+fetch_and_build() {
+  run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  assert_success
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
+  assert_success
+}
+
 # as_user: make `id -u` report a normal user for the rest of the test.
 as_user() {
   stub id - <<'STUB'

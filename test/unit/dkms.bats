@@ -23,10 +23,7 @@ dkms_env() {
 # DKMS module's file, an index, an initramfs, DKMS's empty tree, kmod's
 # configuration directories.
 dkms_state() {
-  run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
-  assert_success
-  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
-  assert_success
+  fetch_and_build
   as_root
   stub_dkms
   mkdir -p "${DEST}" "${ROOT}/boot" "${ROOT}/var/lib/dkms" "${ROOT}/etc/depmod.d" "${ROOT}/etc/modprobe.d"

@@ -18,10 +18,7 @@ install_env() {
 # Fetched and built, as root; a previous state to be preserved: another
 # install's options, an index, an initramfs.
 install_state() {
-  run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
-  assert_success
-  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
-  assert_success
+  fetch_and_build
   as_root
   mkdir -p "${ROOT}/etc/modprobe.d" "${ROOT}/boot"
   printf 'options nvidia previous=1\n' >"${ROOT}/etc/modprobe.d/nvidia-p2p.conf"

@@ -21,10 +21,7 @@ sign_env() {
 # Fetched and built, as root, the dkms stand-in, the kernel's sign-file, a
 # user key pair.
 sign_state() {
-  run_build --root "${ROOT}" fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}"
-  assert_success
-  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
-  assert_success
+  fetch_and_build
   as_root
   stub_dkms
   kernel_sign_file "${ROOT}" "${FIXTURE_KREL}"
