@@ -194,12 +194,27 @@ kernel_cc() {
 }
 
 # compiler_id CC: what the build stamp records of the compilers: the C
-# compiler's first version line, and the C++ compiler's (nvidia-modeset).
+# compiler's executable (compiler_path) and first version line, and the C++
+# compiler's (nvidia-modeset).
 compiler_id() {
   local cc=$1 c cxx
   c=$("${cc}" --version 2>/dev/null | head -n 1) || c=""
   cxx=$("${CXX:-g++}" --version 2>/dev/null | head -n 1) || cxx=""
-  printf '%s|%s|%s' "${cc}" "${c:-unknown}" "${cxx:-no C++ compiler}"
+  printf '%s|%s|%s' "$(compiler_path "${cc}")" "${c:-unknown}" "${cxx:-no C++ compiler}"
+}
+
+# compiler_path CC: the file CC runs, links resolved, so that two names of one
+# compiler are one compiler (Debian's 6.12 kernels name x86_64-linux-gnu-gcc-12,
+# its 6.1 kernels gcc-12, a link to it). A link to ccache keeps its own name,
+# which is all that tells the compilers behind ccache apart; so does a CC that
+# is not found.
+compiler_path() {
+  local path real
+  path=$(command -v -- "$1" 2>/dev/null) || path=""
+  [[ ${path} == /* ]] || { printf '%s' "$1" && return 0; }
+  real=$(readlink -f -- "${path}") || real=${path}
+  [[ ${real##*/} == ccache ]] && real=${path}
+  printf '%s' "${real}"
 }
 
 # build_modules TAG: build in <work>/<tag>/build-<krel> (a copy of the patched

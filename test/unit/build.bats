@@ -203,6 +203,30 @@ kernel_config() {
   assert_not_exist "${WORK}/${FIXTURE_TAG}/build-${other}/src/nvidia/_out/nv-kernel.o"
 }
 
+@test "two names of one compiler are one compiler: the objects are reused; another file of the same version is not" {
+  local other=6.1.0-98-test
+  fixture_kernel "${ROOT}" "${other}"
+  stub gcc-14 - <<<'echo "gcc-14 (Debian 14.2.0-19) 14.2.0"'
+  ln -s gcc-14 "${STUBS}/x86_64-linux-gnu-gcc-14"
+  kernel_config "${FIXTURE_KREL}" "gcc-14 (Debian 14.2.0-19) 14.2.0"
+  kernel_config "${other}" "x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  mkdir -p "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/src/nvidia/_out"
+  touch "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/src/nvidia/_out/nv-kernel.o"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${other}" --no-ccache --verbose
+  assert_success
+  assert_output --partial "with x86_64-linux-gnu-gcc-14"
+  assert_output --partial "reusing the kernel-independent objects of ${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}"
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/build-${other}/src/nvidia/_out/nv-kernel.o"
+  # A separate executable that prints the same version line is another compiler.
+  rm "${STUBS}/x86_64-linux-gnu-gcc-14"
+  cp "${STUBS}/gcc-14" "${STUBS}/x86_64-linux-gnu-gcc-14"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${other}" --no-ccache
+  assert_success
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/build-${other}/src/nvidia/_out/nv-kernel.o"
+}
+
 @test "--units-only compiles each changed unit with upstream's rules and makes no modules" {
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
   assert_success
