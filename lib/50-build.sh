@@ -194,11 +194,13 @@ kernel_cc() {
 }
 
 # compiler_id CC: what the build stamp records of the compilers: the C
-# compiler's executable (compiler_path) and first version line, and the C++
-# compiler's (nvidia-modeset).
+# compiler's executable (compiler_path) and first version line, less the name
+# it was called by (gcc prints that first), and the C++ compiler's
+# (nvidia-modeset).
 compiler_id() {
   local cc=$1 c cxx
   c=$("${cc}" --version 2>/dev/null | head -n 1) || c=""
+  [[ ${c} == "${cc##*/} "* ]] && c=${c#"${cc##*/} "}
   cxx=$("${CXX:-g++}" --version 2>/dev/null | head -n 1) || cxx=""
   printf '%s|%s|%s' "$(compiler_path "${cc}")" "${c:-unknown}" "${cxx:-no C++ compiler}"
 }

@@ -302,6 +302,43 @@ data_copy() {
   assert_output 0
 }
 
+# minutes_left: whole minutes before NVP2P_TEST_DEADLINE (nothing when unset).
+minutes_left() {
+  [[ -z ${NVP2P_TEST_DEADLINE:-} ]] || printf '%s\n' "$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60))"
+}
+
+@test "rebase fuzz round trip: 560.35.03 without family 555-560 gets a new family refreshed by quilt, built; its tree equals 555-560's" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  [[ -n ${K61} ]] || skip "no kernel headers installed"
+  local left tag=560.35.03 data before a b
+  left=$(minutes_left)
+  [[ -z ${left} || ${left} -ge ${REBASE_FUZZ_MIN} ]] ||
+    skip "time budget: ${left} min left before the deadline, the fuzz round trip needs ${REBASE_FUZZ_MIN}"
+  data=$(data_copy)
+  before=$(awk -v t="${tag}" '$1 == t { print $1, $3, $4, $5 }' "${data}/versions.conf")
+  awk '$2 != "555-560"' "${REPO_ROOT}/versions.conf" >"${data}/versions.conf"
+  rm -rf "${data}/patches/555-560"
+  NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" \
+    --work-dir "${BATS_TEST_TMPDIR}/work" rebase "${tag}" --source "${REAL_GIT}" --kernel "${K61}"
+  assert_success
+  assert_output --partial "rebase ${tag}: trying family 545-550 (nearest listed tag 550.163.01)"
+  assert_output --partial "rebase ${tag}: family 545-550 applies only with fuzz (p2p-0001-bar1-p2p-hal-for-all-gpus.patch): new family 560"
+  assert_output --partial "+X-Refreshed-From: family 545-550, by build.sh rebase ${tag}"
+  assert_output --partial "${tag} added to versions.conf (family 560, tested apply,compile,build:6.1)"
+  assert_equal "$(awk -v t="${tag}" '$1 == t { print $1, $3, $4, $5, $2, $8 }' "${data}/versions.conf")" \
+    "${before} 560 apply,compile,build:6.1"
+  run modinfo -F version "${BATS_TEST_TMPDIR}/work/${tag}/modules-${K61}/nvidia.ko"
+  assert_output "${tag}"
+  # The family rebase wrote patches the tag into the same source as the
+  # family maintained by hand.
+  a="${BATS_TEST_TMPDIR}/tree-560" b="${BATS_TEST_TMPDIR}/tree-555-560"
+  NVP2P_DATA_DIR="${data}" "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" --work-dir "${BATS_TEST_TMPDIR}/work" \
+    patch "${tag}" --out "${a}" >/dev/null
+  "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" --work-dir "${BATS_TEST_TMPDIR}/work" patch "${tag}" --out "${b}" >/dev/null
+  run diff -r -q -x .pc -x .nvidia-p2p-patched "${a}" "${b}"
+  assert_success
+}
+
 # built_for_k61: "TAG DIR" of the first tag whose modules the matrix built
 # for K61 (nothing when none was).
 built_for_k61() {

@@ -206,7 +206,10 @@ kernel_config() {
 @test "two names of one compiler are one compiler: the objects are reused; another file of the same version is not" {
   local other=6.1.0-98-test
   fixture_kernel "${ROOT}" "${other}"
-  stub gcc-14 - <<<'echo "gcc-14 (Debian 14.2.0-19) 14.2.0"'
+  # Like gcc, the version line starts with the name it was called by.
+  stub gcc-14 - <<'STUB'
+echo "${0##*/} (Debian 14.2.0-19) 14.2.0"
+STUB
   ln -s gcc-14 "${STUBS}/x86_64-linux-gnu-gcc-14"
   kernel_config "${FIXTURE_KREL}" "gcc-14 (Debian 14.2.0-19) 14.2.0"
   kernel_config "${other}" "x86_64-linux-gnu-gcc-14 (Debian 14.2.0-19) 14.2.0"
