@@ -486,7 +486,10 @@ apply_light() {
   dir="${P2P_WORK_DIR}/${tag}/light"
   rm -rf -- "${dir}"
   mkdir -p "${dir}/tree"
+  # Only the files the tag has: git archive exports nothing when one path is
+  # missing (535.54.03 has no libspdm_shash.c, a check file of compat-0008).
   mapfile -t files < <(family_files "${tag}")
+  mapfile -t files < <("${g[@]}" ls-tree -r --name-only "${V_COMMIT[${tag}]}" -- "${files[@]}" 2>/dev/null)
   "${g[@]}" archive "${V_COMMIT[${tag}]}" -- "${files[@]}" 2>/dev/null | tar -x -C "${dir}/tree" 2>/dev/null || true
   timed apply "${log}" light_quilt "${tag}" "${dir}" || rc=$?
   if [[ ${rc} -eq 0 ]]; then

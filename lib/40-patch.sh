@@ -14,7 +14,9 @@
 #   X-Applied-Upstream-If: <file> <string>
 # It is then left out for a tag whose pristine source has <string> in <file>
 # (release order is not version order: a fix can be in 580.94.16 and not in
-# 580.95.05). p2p-* patches are never left out that way.
+# 580.95.05), or has no <file> at all: the code the patch fixes is not there
+# (535.54.03 has no libspdm_shash.c for compat-0008 to fix). p2p-* patches are
+# never left out that way.
 
 readonly PATCH_NAME_RE='^(compat|p2p)-[0-9]{4}-[a-z0-9][a-z0-9.-]*\.patch$'
 readonly PATCHED_STAMP=".nvidia-p2p-patched"
@@ -129,13 +131,15 @@ applied_upstream_check() {
 }
 
 # upstream_has SRC PATCHFILE: true when SRC already carries the fix PATCHFILE
-# backports (its X-Applied-Upstream-If check matches).
+# backports (its X-Applied-Upstream-If check matches), or lacks the file the
+# check names (nothing there to fix).
 upstream_has() {
   local src=$1 check file string
   check=$(applied_upstream_check "$2") || exit "$?"
   [[ -n ${check} ]] || return 1
   read -r file string <<<"${check}"
-  grep -q -F -- "${string}" "${src}/${file}" 2>/dev/null
+  [[ -e ${src}/${file} ]] || return 0
+  grep -q -F -- "${string}" "${src}/${file}"
 }
 
 # tag_series TAG [SRC]: the patches to apply to TAG: its family's, less the

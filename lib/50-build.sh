@@ -329,6 +329,7 @@ kernel_rules_unmet() {
       -n ${regex} && -n ${reason} ]] || die "${EX_DATA}" "${conf}:${lineno}: expected: kernel file needs|forbids regex reason"
     [[ ${kver} =~ ^[0-9]+\.[0-9]+$ ]] || continue
     version_le "${min}" "${kver}" || continue
+    [[ -e ${tree}/${file} ]] || continue
     if grep -q -E -- "${regex}" "${tree}/${file}" 2>/dev/null; then
       [[ ${rule} == forbids ]] && printf 'Linux %s+: %s\n' "${min}" "${reason}"
     else

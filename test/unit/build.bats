@@ -310,6 +310,7 @@ key_of() {
 @test "kernels.conf: a tag whose patched tree a kernel cannot build is refused at once (13), with the reason" {
   printf '%s\n' '# test rules' \
     '6.1 kernel-open/nvidia/nv-pci.c forbids pci_resize_resource\(0,[[:space:]]1,[[:space:]]2\) the 3-argument call is gone from this kernel' \
+    '6.1 kernel-open/nvidia/not-in-this-tag.c needs anything a rule about a file this tree does not have' \
     '9.9 src/nvidia/kern_bus.c needs nothing-like-this a rule for a kernel not reached yet' >"${NVP2P_DATA_DIR}/kernels.conf"
   # With compat-0001 the call has 4 arguments: the 6.1 rule is met.
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
@@ -322,6 +323,7 @@ key_of() {
   assert_failure 13
   assert_output --partial "${FIXTURE_TAG} cannot be built for kernel ${FIXTURE_KREL}: Linux 6.1+: the 3-argument call is gone from this kernel"
   refute_output --partial "Linux 9.9+"
+  refute_output --partial "a file this tree does not have"
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
 }
@@ -341,7 +343,7 @@ key_of() {
   printf '#if defined(NV_LINUX_OF_GPIO_H_PRESENT)\n' >"${tree}/kernel-open/common/inc/nv-linux.h"
   printf 'strncpy(a, b, 1);\n' >"${tree}/kernel-open/nvidia/os-interface.c"
   : >"${tree}/kernel-open/Makefile"
-  : >"${tree}/kernel-open/conftest.sh"
+  printf '        drm_unlocked_ioctl_flag_present)\n' >"${tree}/kernel-open/conftest.sh"
   # (build.sh's run() replaces bats' run once sourced: call directly.)
   # shellcheck source=/dev/null
   source "${BUILD_SH}"
@@ -349,4 +351,16 @@ key_of() {
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.15.2 | cut -c1-40)" "Linux 6.15+: kernel-open passes its comp"
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 7.2.13+deb14-amd64 | cut -d: -f1 | tr '\n' ' ')" \
     "Linux 6.15+ Linux 7.2+ Linux 7.2+ "
+  # A 535.54.03-like tree: vmas passed to get_user_pages(), follow_pfn() called,
+  # no DRM_UNLOCKED test; no libspdm_shash.c (that rule does not apply).
+  printf '#elif defined(NV_GET_USER_PAGES_HAS_ARGS_TSK_FLAGS)\n' >"${tree}/kernel-open/common/inc/nv-mm.h"
+  printf '#if defined(NV_UNSAFE_FOLLOW_PFN_PRESENT)\n' >"${tree}/kernel-open/nvidia/os-mlock.c"
+  : >"${tree}/kernel-open/conftest.sh"
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.1.0-56-amd64)" ""
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.12.117+deb12-amd64 | cut -d: -f1 | tr '\n' ' ')" \
+    "Linux 6.5+ Linux 6.8+ Linux 6.10+ "
+  # A 535.86.05-like libspdm_shash.c, without the fallback: refused from 6.7.
+  printf 'char *src_ipad = crypto_tfm_ctx_aligned(&src_tfm->base);\n' >"${tree}/kernel-open/nvidia/libspdm_shash.c"
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.7.1 | cut -d: -f1 | tr '\n' ' ')" \
+    "Linux 6.5+ Linux 6.7+ "
 }

@@ -77,6 +77,18 @@ setup() {
   assert_line "999.20.01"$'\t'"source"$'\t'"PASS"
 }
 
+@test "--git: a file a patch's X-Applied-Upstream-If names but the tag lacks does not stop the export" {
+  make_fixture
+  sed -i "1a X-Applied-Upstream-If: kernel-open/nvidia/not-in-this-tag.c SOME_FIX" "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}" \
+    --results "${BATS_TEST_TMPDIR}/results.tsv"
+  assert_success
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
+  # compat-0001 left out (nothing to fix), the p2p patch applied.
+  run grep -P "^${FIXTURE_TAG}\tapply\tPASS\t[0-9]+\t1 patches\$" "${BATS_TEST_TMPDIR}/results.tsv"
+  assert_success
+}
+
 @test "--git: a commit whose tree is not the pinned one fails the source column" {
   make_fixture
   local other

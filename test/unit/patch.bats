@@ -156,6 +156,15 @@ add_header_field() {
   assert_output 1
 }
 
+@test "a compat patch is left out for a tag that has no file its X-Applied-Upstream-If names (nothing to fix)" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" \
+    'X-Applied-Upstream-If: kernel-open/nvidia/libspdm_shash.c NV_CRYPTO_TFM_CTX_ALIGNED_PRESENT'
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run cat "${BATS_TEST_TMPDIR}/out/.pc/nvidia-p2p.series"
+  assert_output "p2p-0001-route.patch"
+}
+
 @test "X-Applied-Upstream-If on a p2p patch, or malformed, is refused (4)" {
   add_header_field "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" \
     'X-Applied-Upstream-If: src/nvidia/kern_bus.c mailbox'
