@@ -188,9 +188,14 @@ series_fingerprint() {
 
 # quilt_run DIR PATCHDIR SERIESFILE ARGS...: quilt in DIR with explicit
 # settings only (no quiltrc, patches from PATCHDIR, the given series file).
+# quilt records the patches directory of the first push in .pc/.quilt_patches
+# and prefers it to QUILT_PATCHES: a tree patched from another checkout (CI's
+# clone, since removed) would look for its patches there, and "pop" would
+# fail with "does not remove cleanly". The record is removed first.
 quilt_run() {
   local dir=$1 patches=$2 series=$3
   shift 3
+  rm -f -- "${dir}/.pc/.quilt_patches"
   (cd "${dir}" && env LC_ALL=C QUILT_PATCHES="${patches}" QUILT_SERIES="${series}" \
     QUILT_PC=.pc quilt --quiltrc - "$@")
 }
@@ -240,10 +245,12 @@ patch_tree() {
   fi
   # quilt records the series file's path in .pc/.quilt_series and prefers it
   # to QUILT_SERIES; keep the series inside .pc, by a relative name, so quilt
-  # keeps working in this tree and in copies of it (build trees, bisect).
+  # keeps working in this tree and in copies of it (build trees, bisect). The
+  # patches directory's record (this checkout's path) goes: see quilt_run.
   if [[ -d ${tmp}/tree/.pc ]]; then
     cp -- "${tmp}/series" "${tmp}/tree/.pc/nvidia-p2p.series"
     printf 'nvidia-p2p.series\n' >"${tmp}/tree/.pc/.quilt_series"
+    rm -f -- "${tmp}/tree/.pc/.quilt_patches"
   fi
   printf '%s' "${fingerprint}" >"${tmp}/tree/${PATCHED_STAMP}"
   rm -rf -- "${out}"

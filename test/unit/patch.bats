@@ -35,6 +35,26 @@ setup() {
   assert_output 1
 }
 
+@test "quilt works in a patched tree after the checkout that patched it moved (no patches path kept in .pc)" {
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  assert_file_not_exist "${BATS_TEST_TMPDIR}/out/.pc/.quilt_patches"
+  cp -a "${NVP2P_DATA_DIR}/patches/999" "${BATS_TEST_TMPDIR}/moved"
+  mv "${NVP2P_DATA_DIR}/patches/999" "${BATS_TEST_TMPDIR}/gone"
+  cp -a "${BATS_TEST_TMPDIR}/out" "${BATS_TEST_TMPDIR}/old"
+  # A tree patched before this record was removed: quilt_run ignores it.
+  printf '%s\n' "${BATS_TEST_TMPDIR}/gone" >"${BATS_TEST_TMPDIR}/old/.pc/.quilt_patches"
+  (cd "${BATS_TEST_TMPDIR}/out" && QUILT_PATCHES="${BATS_TEST_TMPDIR}/moved" quilt --quiltrc - pop -q)
+  run grep -c 'return bar1();' "${BATS_TEST_TMPDIR}/out/src/nvidia/kern_bus.c"
+  assert_output 0
+  rm -rf "${BATS_TEST_TMPDIR}/gone"
+  run bash -c 'source "$1" && quilt_run "$2" "$3" nvidia-p2p.series pop -q' _ \
+    "${REPO_ROOT}/build.sh" "${BATS_TEST_TMPDIR}/old" "${BATS_TEST_TMPDIR}/moved"
+  assert_success
+  run grep -c 'return bar1();' "${BATS_TEST_TMPDIR}/old/src/nvidia/kern_bus.c"
+  assert_output 0
+}
+
 @test "the default output is <work>/<tag>/patched" {
   run_build patch "${FIXTURE_TAG}"
   assert_success
