@@ -348,15 +348,47 @@ require_kernel_fits() {
     die "${EX_KERNEL}" "${1} cannot be built for kernel ${P2P_KREL}: ${unmet//$'\n'/; }"
 }
 
-# changed_units TAG: the translation units (.c files) the tag's series changes,
-# one path per line, relative to the source tree.
+# changed_units TAG [TREE]: the translation units (.c files) the tag's series
+# changes, one path per line, relative to the source tree. With TREE (the
+# patched tree), a kernel-open header the series changes adds the units that
+# include it (header_includers): a header is compiled only inside a unit.
 changed_units() {
-  local tag=$1 dir names name
+  local tag=$1 tree=${2:-} dir names name files
+  local -a headers=()
   dir=$(family_dir "${tag}")
   names=$(tag_series "${tag}") || exit "$?"
-  while IFS= read -r name; do
-    [[ -n ${name} ]] && sed -n -E 's|^\+\+\+ b/(.*\.c)$|\1|p' "${dir}/${name}"
-  done <<<"${names}" | sort -u
+  files=$(while IFS= read -r name; do
+    [[ -n ${name} ]] && sed -n -E 's|^\+\+\+ b/(.*)$|\1|p' "${dir}/${name}"
+  done <<<"${names}")
+  mapfile -t headers < <(grep -E '^kernel-open/.+\.h$' <<<"${files}" | sort -u)
+  {
+    grep -E '\.c$' <<<"${files}" || true
+    [[ -z ${tree} || ${#headers[@]} -eq 0 ]] || header_includers "${tree}" "${headers[@]}"
+  } | sort -u
+}
+
+# header_includers TREE HEADER...: for each kernel-open HEADER, the first .c
+# file (by path) of each kernel-open module that includes it by name and that
+# the module's Kbuild sources list. One unit per module keeps gate (a) cheap
+# (Linux 595's nv-linux.h is included by 37 units); a header's declarations,
+# types and inline functions are compiled in each of them, but a macro only
+# where a unit expands it.
+header_includers() {
+  local tree=$1 h base unit mod
+  shift
+  for h in "$@"; do
+    base=${h##*/}
+    while IFS= read -r unit; do
+      mod=${unit#kernel-open/}
+      mod=${mod%%/*}
+      if grep -q -r -F --include='*.Kbuild' --include='*.mk' -e "${unit#kernel-open/}" \
+        "${tree}/kernel-open/${mod}" 2>/dev/null; then
+        printf '%s\t%s\n' "${mod}" "${unit}"
+      fi
+    done < <(cd "${tree}" 2>/dev/null &&
+      grep -r -l -E --include='*.c' "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]${base//./\\.}[\">]" kernel-open |
+      sort) | awk -F'\t' '!seen[$1]++ { print $2 }'
+  done
 }
 
 # compile_units TAG: gate (a). In a copy of the patched tree, compile each
@@ -368,7 +400,7 @@ compile_units() {
   local tag=$1 tree units unit comp cc rc=0
   local -a kobjs=()
   need_cmd make make
-  units=$(changed_units "${tag}") || exit "$?"
+  units=$(changed_units "${tag}" "${P2P_PATCHED_DIR}") || exit "$?"
   # A kernel is needed for kernel-open units only.
   if grep -q '^kernel-open/' <<<"${units}"; then
     resolve_kernel

@@ -290,6 +290,41 @@ key_of() {
   )
 }
 
+@test "changed_units: a kernel-open header the series changes adds the first listed unit of each module that includes it" {
+  local tree="${BATS_TEST_TMPDIR}/tree" k
+  k="${tree}/kernel-open"
+  mkdir -p "${k}/nvidia" "${k}/nvidia-drm" "${k}/nvidia-uvm" "${k}/common/inc"
+  printf '+++ b/kernel-open/common/inc/nv-hdr.h\n@@ -1 +1 @@\n' >"${NVP2P_DATA_DIR}/patches/999/compat-0002-header.patch"
+  printf 'compat-0002-header.patch\n' >>"${NVP2P_DATA_DIR}/series"
+  # nvidia: a-unlisted.c is in no sources list, nv-b.c comes before nv-c.c.
+  printf '#include "nv-hdr.h"\n' >"${k}/nvidia/a-unlisted.c"
+  printf '#include "other.h"\n# include "nv-hdr.h"\n' >"${k}/nvidia/nv-b.c"
+  printf '#include <nv-hdr.h>\n' >"${k}/nvidia/nv-c.c"
+  printf 'NVIDIA_SOURCES += nvidia/nv-c.c\nNVIDIA_SOURCES += nvidia/nv-b.c\n' >"${k}/nvidia/nvidia-sources.Kbuild"
+  printf '#include "nv-hdr.h"\n' >"${k}/nvidia-drm/drm-x.c"
+  printf 'NVIDIA_DRM_SOURCES += nvidia-drm/drm-x.c\n' >"${k}/nvidia-drm/nvidia-drm-sources.mk"
+  # Other names, a mention outside #include: not includers.
+  printf '#include "nv-hdrxh"\n#include "nv-hdr.h.in"\n/* nv-hdr.h */\n' >"${k}/nvidia-uvm/uvm-y.c"
+  printf 'NVIDIA_UVM_SOURCES += nvidia-uvm/uvm-y.c\n' >"${k}/nvidia-uvm/nvidia-uvm-sources.Kbuild"
+  run units_of "${tree}"
+  assert_success
+  assert_output "$(printf '%s\n' kernel-open/nvidia-drm/drm-x.c kernel-open/nvidia/nv-b.c \
+    kernel-open/nvidia/nv-pci.c src/nvidia/kern_bus.c)"
+  # Without the tree (a dry run before patching), the .c files of the patches.
+  run units_of ""
+  assert_output "$(printf '%s\n' kernel-open/nvidia/nv-pci.c src/nvidia/kern_bus.c)"
+}
+
+units_of() {
+  (
+    # shellcheck source=build.sh
+    source "${BATS_TEST_DIRNAME}/../../build.sh"
+    P2P_CACHE_DIR="${CACHE}"
+    versions_load
+    changed_units "${FIXTURE_TAG}" "$1"
+  )
+}
+
 @test "--units-only: a unit that does not compile exits 8 and names it" {
   FAKE_UNIT_FAIL=kern_bus run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
   assert_failure 8
