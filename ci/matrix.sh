@@ -70,7 +70,8 @@ Other:
   -h, --help          this text
 
 Exit status: 0 when no stage failed (skips are listed), 1 when one failed or a
---require'd tag was skipped, 2 on a usage error.
+--require'd tag was skipped, 2 on a usage error, 3 when another run uses the
+work directory.
 EOF
 }
 
@@ -107,6 +108,7 @@ main() {
   P2P_WORK_DIR=${P2P_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/matrix-work.XXXXXX")}
   P2P_CACHE_DIR=${P2P_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p}
   mkdir -p "${P2P_WORK_DIR}/logs"
+  work_lock
   [[ ${#M_KERNELS[@]} -gt 0 ]] || M_KERNELS=("kernel:$(uname -r)")
   M_SEED=${M_SEED:-$(($(date -u +%s) / 86400))}
   select_tags
@@ -122,6 +124,19 @@ main() {
   run_jobs "${jobs[@]+"${jobs[@]}"}"
   summary | tee "${M_SUMMARY:-/dev/null}"
   verdict
+}
+
+# work_lock: one run per work directory. Its stages (bisect's quilt pushes
+# and pops above all) change the trees in place, and the lock build.sh takes
+# is on the cache directory, which a second run may not share. Exit 3 when
+# another run holds it; the lock goes with this process.
+work_lock() {
+  exec {M_LOCK_FD}>"${P2P_WORK_DIR}/matrix.lock"
+  flock -n "${M_LOCK_FD}" || {
+    printf 'matrix.sh: another matrix run uses the work directory %s; wait for it or pass another --work-dir\n' \
+      "${P2P_WORK_DIR}" >&2
+    exit 3
+  }
 }
 
 parse_args() {

@@ -63,6 +63,22 @@ setup() {
   assert_output --partial "every prefix of 2 patches builds"
 }
 
+@test "the matrix refuses a work directory another run uses (3), and takes it once that run ended" {
+  make_fixture
+  mkdir -p "${WORK}"
+  exec {fd}>"${WORK}/matrix.lock"
+  flock -n "${fd}"
+  run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
+  assert_failure 3
+  assert_output "matrix.sh: another matrix run uses the work directory ${WORK}; wait for it or pass another --work-dir"
+  exec {fd}>&-
+  run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
+  assert_success
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
+}
+
 @test "--git: apply-only tags are checked on the family's files from the pinned commit, nothing cached" {
   make_fixture
   run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
