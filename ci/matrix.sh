@@ -713,14 +713,13 @@ bisect_tree() {
   tag_series "${tag}" >"${series}" || return 1
   P2P_KREL=${krel}
   cc=$(kernel_cc "${sysout}")
-  [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1 && cc="ccache ${cc}" &&
-    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  make_cc "${cc}"
   n=$(wc -l <"${series}")
   while [[ ${n} -gt 1 ]]; do
     quilt_in "${bdir}.bisect" "${tag}" "${series}" pop -q || return 1
     n=$((n - 1))
     printf '== first %s patches: %s\n' "${n}" "$(head -n "${n}" "${series}" | tail -n 1)"
-    make -C "${bdir}.bisect" modules "-j$(nproc_or_1)" "SYSSRC=${syssrc}" "SYSOUT=${sysout}" "CC=${cc}" || return 1
+    make -C "${bdir}.bisect" modules "-j$(nproc_or_1)" "SYSSRC=${syssrc}" "SYSOUT=${sysout}" "CC=${P2P_MAKE_CC}" || return 1
     check_modules "${bdir}.bisect/kernel-open" "${tag}" "${krel}" || return 1
   done
   rm -rf "${bdir}.bisect"

@@ -4,6 +4,10 @@
 
 readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
 readonly BUILD_STAMP=".nvidia-p2p-build"
+# Part of every build stamp: changes when the way build.sh runs upstream's
+# make changes what it compiles, so that build trees and kernel-independent
+# objects of the old way are not reused (2: CC as one word, see make_cc).
+readonly BUILD_RECIPE=2
 # Measured on 2 cores (README.md, "What was verified"): shown while building.
 readonly P2P_BUILD_ESTIMATE="measured on 2 idle cores: 6-10 minutes with an empty ccache, 3 with a warm one; longer when other jobs share the cores"
 
@@ -193,6 +197,66 @@ kernel_cc() {
   printf '%s\n' "${CC:-gcc}"
 }
 
+# build_fingerprint CC: what a build of the patched tree with CC depends on
+# besides the kernel (the patched tree's stamp, the compilers, BUILD_RECIPE).
+build_fingerprint() {
+  printf '%s %s %s' "$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true)" \
+    "$(compiler_id "$1")" "${BUILD_RECIPE}" | sha256sum | cut -d' ' -f1
+}
+
+# make_cc CC: P2P_MAKE_CC, what upstream's make gets as CC: CC itself, or,
+# with ccache (installed, no --no-ccache; CCACHE_DIR defaults to the cache
+# directory's), a wrapper script that runs "ccache CC", in the cache
+# directory under a digest of its text. CC must stay one word: upstream's
+# nv-compiler.sh runs "$(CC) -E" to tell gcc from clang and their versions,
+# and from "ccache gcc-12" it learnt neither, so src/nvidia and
+# src/nvidia-modeset were compiled without -fcf-protection=branch: an
+# nv-kernel.o without ENDBR64, which a kernel with IBT stops at (check_endbr).
+P2P_MAKE_CC=""
+make_cc() {
+  local cc=$1 ccache path body dir
+  P2P_MAKE_CC=${cc}
+  [[ ${P2P_NO_CCACHE} -eq 0 ]] && ccache=$(command -v ccache 2>/dev/null) || return 0
+  export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
+  path=$(command -v -- "${cc}" 2>/dev/null) || path=${cc}
+  body=$(printf '#!/usr/bin/env bash\n# build.sh: %q through ccache, as one word for upstream'"'"'s makefiles\nexec %q %q "$@"\n' \
+    "${cc}" "${ccache}" "${path}")
+  dir="${P2P_CACHE_DIR}/ccache-bin/$(printf '%s\n' "${body}" | sha256sum | cut -c1-16)"
+  P2P_MAKE_CC="${dir}/${cc##*/}"
+  [[ ${P2P_DRY_RUN} -eq 0 && ! -x ${P2P_MAKE_CC} ]] || return 0
+  mkdir -p -- "${dir}"
+  printf '%s\n' "${body}" >"${P2P_MAKE_CC}.tmp.$$"
+  chmod 0755 "${P2P_MAKE_CC}.tmp.$$"
+  mv -f -- "${P2P_MAKE_CC}.tmp.$$" "${P2P_MAKE_CC}"
+}
+
+# ccache_note: " through ccache" when make_cc chose the wrapper.
+ccache_note() {
+  [[ ${P2P_MAKE_CC} == */ccache-bin/* ]] && printf ' through ccache'
+  return 0
+}
+
+# kernel_has_ibt SYSOUT: the kernel enforces Indirect Branch Tracking.
+kernel_has_ibt() {
+  grep -q -x 'CONFIG_X86_KERNEL_IBT=y' "$1/.config" 2>/dev/null
+}
+
+# check_endbr DIR WHY: the kernel-independent objects under DIR (nv-kernel.o,
+# nv-modeset-kernel.o) have ENDBR64 landing pads, as upstream's makefiles
+# give them with gcc >= 9.4 or clang >= 14 (-fcf-protection=branch). Without
+# them a kernel with IBT stops at the first indirect call into them on a CPU
+# with IBT (Intel since 11th generation): EX_BUILD rather than such modules.
+check_endbr() {
+  local dir=$1 why=$2 obj n
+  need_cmd objdump binutils
+  for obj in src/nvidia/_out/Linux_x86_64/nv-kernel.o src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o; do
+    n=$(objdump -d -- "${dir}/${obj}" 2>/dev/null | grep -c -w endbr64 || true)
+    [[ ${n} -gt 0 ]] ||
+      die "${EX_BUILD}" "${obj##*/} has no ENDBR64 instruction (it was compiled without -fcf-protection=branch), but ${why}: its modules would stop at the first indirect call on a CPU with IBT; nothing was installed (${dir})"
+    verbose "${obj##*/}: ${n} ENDBR64 instructions"
+  done
+}
+
 # compiler_id CC: what the build stamp records of the compilers: the C
 # compiler's executable (compiler_path) and first version line, less the name
 # it was called by (gcc prints that first), and the C++ compiler's
@@ -232,19 +296,13 @@ build_modules() {
   cc=$(kernel_cc "${P2P_SYSOUT}")
   # The patched tree and the compilers: objects of another kernel's build are
   # reused only when both are the same (never across compilers).
-  fingerprint=$(printf '%s %s' "$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true)" \
-    "$(compiler_id "${cc}")" | sha256sum | cut -d' ' -f1)
+  fingerprint=$(build_fingerprint "${cc}")
   stamp="${fingerprint} ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT}"
   jobs=$(nproc_or_1)
-  make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}")
-  if [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1; then
-    make_args+=("CC=ccache ${cc}")
-    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
-  else
-    make_args+=("CC=${cc}")
-  fi
+  make_cc "${cc}"
+  make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}")
   [[ ${P2P_DRY_RUN} -eq 1 ]] || require_kernel_fits "${tag}"
-  stage build "${tag} for ${P2P_KREL} with ${cc} (-j${jobs}; ${P2P_BUILD_ESTIMATE})"
+  stage build "${tag} for ${P2P_KREL} with ${cc}$(ccache_note) (-j${jobs}; ${P2P_BUILD_ESTIMATE})"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     printf 'would check %s in %s and copy them to %s\n' "${P2P_MODULES}" "${bdir}/kernel-open" "${P2P_MODULES_DIR}"
@@ -264,6 +322,7 @@ build_modules() {
   fi
   stage check "modules of ${tag} for ${P2P_KREL}"
   check_modules "${bdir}/kernel-open" "${tag}" "${P2P_KREL}"
+  ! kernel_has_ibt "${P2P_SYSOUT}" || check_endbr "${bdir}" "kernel ${P2P_KREL} has CONFIG_X86_KERNEL_IBT"
   rm -rf -- "${P2P_MODULES_DIR}"
   mkdir -p "${P2P_MODULES_DIR}"
   local m
@@ -407,9 +466,8 @@ compile_units() {
     [[ ${P2P_DRY_RUN} -eq 1 ]] || require_kernel_fits "${tag}"
   fi
   cc=$(kernel_cc "${P2P_SYSOUT:-/nonexistent}")
-  [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1 && cc="ccache ${cc}" &&
-    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
-  stage compile "${tag}: $(grep -c . <<<"${units}") changed translation units with ${cc}"
+  make_cc "${cc}"
+  stage compile "${tag}: $(grep -c . <<<"${units}") changed translation units with ${cc}$(ccache_note)"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would compile in a copy of %s:\n' "${P2P_PATCHED_DIR}"
     printf '  %s\n' "${units//$'\n'/$'\n'  }"
@@ -424,7 +482,7 @@ compile_units() {
     src/*)
       comp=${unit#src/}
       comp=${comp%%/*}
-      if run_logged make -C "${tree}/src/${comp}" "CC=${cc}" "_out/Linux_x86_64/$(basename "${unit%.c}").o"; then
+      if run_logged make -C "${tree}/src/${comp}" "CC=${P2P_MAKE_CC}" "_out/Linux_x86_64/$(basename "${unit%.c}").o"; then
         printf 'ok    %s\n' "${unit}"
       else
         printf 'FAIL  %s\n' "${unit}"
@@ -445,19 +503,20 @@ compile_units() {
 }
 
 # compile_kernel_open_units TREE CC UNIT...: kbuild's single-object targets,
-# with the variables kernel-open/Makefile passes to kbuild.
+# with the variables kernel-open/Makefile passes to kbuild (CC: the compiler;
+# make gets P2P_MAKE_CC).
 compile_kernel_open_units() {
   local tree=$1 cc=$2 unit
   shift 2
   local -a objs=() mods=() kb=(-C "${P2P_SYSSRC}" "M=${tree}/kernel-open" "ARCH=$(uname -m)"
-    "NV_KERNEL_SOURCES=${P2P_SYSSRC}" "NV_KERNEL_OUTPUT=${P2P_SYSOUT}" "CC=${cc}" "-j$(nproc_or_1)")
+    "NV_KERNEL_SOURCES=${P2P_SYSSRC}" "NV_KERNEL_OUTPUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}" "-j$(nproc_or_1)")
   [[ ${P2P_SYSOUT} != "${P2P_SYSSRC}" ]] && kb+=("KBUILD_OUTPUT=${P2P_SYSOUT}")
   for unit in "$@"; do
     objs+=("${unit%.c}.o")
     [[ " ${mods[*]-} " == *" ${unit%%/*} "* ]] || mods+=("${unit%%/*}")
   done
   local verdict=ok rc=0 key cached
-  key=$(conftest_key "${tree}/kernel-open" "${cc#ccache }" "${mods[@]}")
+  key=$(conftest_key "${tree}/kernel-open" "${cc}" "${mods[@]}")
   cached="${P2P_CACHE_DIR}/conftest/${key}"
   if [[ -d ${cached} ]]; then
     restore_conftest "${cached}" "${tree}/kernel-open/conftest"

@@ -68,6 +68,8 @@ cmd_package() {
   fetch_source "${tag}"
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
   build_objects "${tag}"
+  [[ ${P2P_DRY_RUN} -eq 1 ]] ||
+    check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
   make_payload "${tag}" "${P2P_OBJECTS_DIR}"
   deb=$(deb_build "${tag}")
   stage finished "${deb}"
@@ -83,8 +85,7 @@ build_objects() {
   local tag=$1 cc fingerprint dir other rc=0
   local -a make_args
   cc=$(kernel_cc "${P2P_SYSOUT:-/nonexistent}")
-  fingerprint=$(printf '%s %s' "$(cat "${P2P_PATCHED_DIR}/${PATCHED_STAMP}" 2>/dev/null || true)" \
-    "$(compiler_id "${cc}")" | sha256sum | cut -d' ' -f1)
+  fingerprint=$(build_fingerprint "${cc}")
   for other in "${P2P_WORK_DIR}/${tag}"/build-* "${P2P_WORK_DIR}/${tag}/objects"; do
     [[ -f ${other}/${BUILD_STAMP} ]] || continue
     [[ "$(cut -d' ' -f1 "${other}/${BUILD_STAMP}")" == "${fingerprint}" ]] || continue
@@ -96,13 +97,9 @@ build_objects() {
   dir="${P2P_WORK_DIR}/${tag}/objects"
   make_args=(-C "${dir}" "-j$(nproc_or_1)" kernel-open/nvidia/nv-kernel.o_binary
     kernel-open/nvidia-modeset/nv-modeset-kernel.o_binary)
-  if [[ ${P2P_NO_CCACHE} -eq 0 ]] && command -v ccache >/dev/null 2>&1; then
-    make_args+=("CC=ccache ${cc}")
-    export CCACHE_DIR="${CCACHE_DIR:-${P2P_CACHE_DIR}/ccache}"
-  else
-    make_args+=("CC=${cc}")
-  fi
-  stage objects "${tag}: nv-kernel.o and nv-modeset-kernel.o with ${cc} (kernel-independent; about 3 minutes on 2 idle cores, empty ccache)"
+  make_cc "${cc}"
+  make_args+=("CC=${P2P_MAKE_CC}")
+  stage objects "${tag}: nv-kernel.o and nv-modeset-kernel.o with ${cc}$(ccache_note) (kernel-independent; about 3 minutes on 2 idle cores, empty ccache)"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     P2P_OBJECTS_DIR=${dir}

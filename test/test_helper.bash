@@ -329,6 +329,12 @@ mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/L
 printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
 printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
 STUB
+  # objdump -d of the kernel-independent objects: ENDBR64 landing pads, none
+  # with FAKE_NO_ENDBR=1.
+  stub objdump - <<'STUB'
+[[ -n ${FAKE_NO_ENDBR:-} ]] || printf '   0:\tf3 0f 1e fa          \tendbr64\n'
+printf '   4:\t55                   \tpush   %%rbp\n'
+STUB
   stub modinfo - <<'STUB'
 field="" file=""
 while [[ $# -gt 0 ]]; do case $1 in -F) field=$2; shift ;; *) file=$1 ;; esac; shift; done

@@ -32,12 +32,49 @@ setup() {
   assert_line "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
 }
 
-@test "ccache is used when installed" {
+@test "ccache is used when installed, through a one-word CC that runs ccache with the compiler's path" {
   stub ccache
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}"
   assert_success
+  assert_output --partial "with gcc through ccache"
   run grep '^make ' "${STUB_LOG}"
-  assert_output --partial "CC=ccache gcc"
+  assert_output --regexp "CC=${CACHE}/ccache-bin/[0-9a-f]{16}/gcc( |\$)"
+  refute_output --partial "CC=ccache"
+  local wrapper
+  wrapper=$(grep -o -E "CC=[^ ]+" <<<"${output}" | head -n 1)
+  wrapper=${wrapper#CC=}
+  # What upstream's nv-compiler.sh runs: "$(CC) -E -P -" on its standard input.
+  : >"${STUB_LOG}"
+  run "${wrapper}" -E -P -
+  assert_success
+  run cat "${STUB_LOG}"
+  assert_output "ccache $(command -v gcc) -E -P -"
+}
+
+@test "--dry-run with ccache writes no wrapper" {
+  stub ccache
+  run_build --root "${ROOT}" --dry-run build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}"
+  assert_success
+  assert_output --regexp "CC=${CACHE}/ccache-bin/[0-9a-f]{16}/gcc"
+  assert_not_exist "${CACHE}/ccache-bin"
+}
+
+@test "a kernel with IBT: kernel-independent objects without ENDBR64 fail the build (8); with them it passes" {
+  printf 'CONFIG_X86_KERNEL_IBT=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+  FAKE_NO_ENDBR=1 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 8
+  assert_output --partial "nv-kernel.o has no ENDBR64 instruction (it was compiled without -fcf-protection=branch), but kernel ${FIXTURE_KREL} has CONFIG_X86_KERNEL_IBT"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  run grep -c '^objdump -d -- .*nv-kernel.o$' "${STUB_LOG}"
+  assert_output 2
+}
+
+@test "a kernel without IBT: the objects are not checked for ENDBR64" {
+  FAKE_NO_ENDBR=1 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  run grep -c '^objdump ' "${STUB_LOG}"
+  assert_output 0
 }
 
 @test "missing headers exit 10 and name the package to install" {

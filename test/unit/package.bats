@@ -158,6 +158,14 @@ STUB
   assert_equal "$(find "${OUT}" -name '*.deb' 2>/dev/null | wc -l)" 0
 }
 
+@test "objects without ENDBR64 stop the package (8): DKMS may build them for a kernel with IBT" {
+  FAKE_NO_ENDBR=1 package
+  assert_failure 8
+  assert_output --partial "nv-kernel.o has no ENDBR64 instruction"
+  assert_output --partial "DKMS links them into modules for any kernel"
+  assert_equal "$(find "${OUT}" -name '*.deb' 2>/dev/null | wc -l)" 0
+}
+
 @test "package --dry-run plans and builds nothing" {
   run_build --dry-run package "${FIXTURE_TAG}" --out "${OUT}"
   assert_success
