@@ -245,7 +245,7 @@ kernel_has_ibt() {
 # nv-modeset-kernel.o) have ENDBR64 landing pads, as upstream's makefiles
 # give them with gcc >= 9.4 or clang >= 14 (-fcf-protection=branch). Without
 # them a kernel with IBT stops at the first indirect call into them on a CPU
-# with IBT (Intel since 11th generation): EX_BUILD rather than such modules.
+# with IBT (Intel since Tiger Lake): EX_BUILD rather than such modules.
 check_endbr() {
   local dir=$1 why=$2 obj n
   need_cmd objdump binutils
