@@ -4,6 +4,9 @@
 
 readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
 readonly BUILD_STAMP=".nvidia-p2p-build"
+# The kernel-independent objects upstream's make leaves in a tree (relative
+# paths): the same for every kernel, linked into nvidia.ko / nvidia-modeset.ko.
+readonly P2P_KERNEL_OBJECTS="src/nvidia/_out/Linux_x86_64/nv-kernel.o src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"
 # Part of every build stamp: changes when the way build.sh runs upstream's
 # make changes what it compiles, so that build trees and kernel-independent
 # objects of the old way are not reused (2: CC as one word, see make_cc).
@@ -249,10 +252,10 @@ kernel_has_ibt() {
 check_endbr() {
   local dir=$1 why=$2 obj n
   need_cmd objdump binutils
-  for obj in src/nvidia/_out/Linux_x86_64/nv-kernel.o src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o; do
+  for obj in ${P2P_KERNEL_OBJECTS}; do
     n=$(objdump -d -- "${dir}/${obj}" 2>/dev/null | grep -c -w endbr64 || true)
     [[ ${n} -gt 0 ]] ||
-      die "${EX_BUILD}" "${obj##*/} has no ENDBR64 instruction (it was compiled without -fcf-protection=branch), but ${why}: its modules would stop at the first indirect call on a CPU with IBT; nothing was installed (${dir})"
+      die "${EX_BUILD}" "${obj##*/} has no ENDBR64 instruction (it was compiled without -fcf-protection=branch), but ${why}: its modules would stop at the first indirect call on a CPU with IBT (${dir}/${obj})"
     verbose "${obj##*/}: ${n} ENDBR64 instructions"
   done
 }

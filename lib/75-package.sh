@@ -118,7 +118,10 @@ build_objects() {
 }
 
 objects_present() {
-  [[ -s $1/src/nvidia/_out/Linux_x86_64/nv-kernel.o && -s $1/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o ]]
+  local obj
+  for obj in ${P2P_KERNEL_OBJECTS}; do
+    [[ -s $1/${obj} ]] || return 1
+  done
 }
 
 # deb_version TAG: <tag>-<revision>.
