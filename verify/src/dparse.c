@@ -1,0 +1,2386 @@
+/* dparse.c - p2p-doctor's parsers (pure C).  See dparse.h.
+ *
+ * One context per file; dp_line hands each line to every parser below.
+ * Each parser returns quickly unless the line has its marker. */
+#define _POSIX_C_SOURCE 200809L
+#include "dparse.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "djson.h"
+#include "ncclparse.h"
+#include "results.h"
+#include "sysparse.h"
+
+#define JSON_MAX (64u << 20)
+#define Q_DEPTH 12
+#define MAX_RANKS 256
+
+enum { T_NONE = 0, T_ACCESS01, T_UNI_ON, T_UNI_OFF, T_BI_ON, T_BI_OFF, T_LAT_ON, T_LAT_OFF, T_IGNORE };
+
+struct dp_ctx {
+    dr_model *m;
+    int fi;
+    const char *fname;
+    long ln;
+    const char *line;
+    /* nvidia-smi -q */
+    int q_rec, q_blocks, q_full;
+    int q_depth, q_ind[Q_DEPTH];
+    char q_hdr[Q_DEPTH][48];
+    /* nvidia-smi table */
+    int t_rec;
+    /* matrices */
+    int mx_style; /* 0 none, 1 "GPU0 GPU1" header (nvidia-smi), 2 "D\D 0 1" (CUDA) */
+    int mx_ncol, mx_cols[DR_MAX_GPUS], mx_numa, mx_title, mx_rows;
+    int title;
+    double *bw; /* [3][2][N][N] */
+    dr_ev bw_ev[3][2];
+    /* lspci */
+    int pci_kind, pci_idx, pci_mem, pci_bar1_reg, pci_in_rebar;
+    /* nvlink -s */
+    int nv_rec, nv_seen, nv_active;
+    /* simpleP2P */
+    int sp_a, sp_b, sp_errs;
+    dr_ev sp_ev;
+    /* NCCL */
+    int rank_dev[MAX_RANKS];
+    int nt_wrong[4], nt_nwrong;
+    /* API mismatch block */
+    int api_left, api_nv;
+    char api_v[2][24];
+    /* modinfo block */
+    int mi_on, mi_signed;
+    dr_ev mi_ev;
+    /* nvidia-smi --query-gpu csv */
+    int csv_on, csv_idx, csv_name, csv_bus, csv_mem, csv_gen, csv_genmax, csv_w, csv_wmax, csv_disp;
+    /* JSON (p2p-verify --json) */
+    char *js;
+    size_t js_len, js_cap;
+    int js_on, js_over;
+    /* p2p-verify text */
+    int vt_on;
+    /* deviceQuery, /proc/driver/nvidia/gpus */
+    char gl_name[96];
+    int gl_idx;
+    /* the file is named as a command line (cmdline.txt): every line is one */
+    int hint_cmdline;
+    /* sysfs (collect) */
+    int sf_rec;
+    char sf_busid[16];
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static int ci_starts(const char *s, const char *prefix)
+{
+    for (; *prefix; s++, prefix++)
+        if (tolower((unsigned char)*s) != tolower((unsigned char)*prefix))
+            return 0;
+    return 1;
+}
+
+static const char *ci_find(const char *hay, const char *needle)
+{
+    if (!*needle)
+        return hay;
+    for (; *hay; hay++)
+        if (tolower((unsigned char)*hay) == tolower((unsigned char)*needle) && ci_starts(hay, needle))
+            return hay;
+    return NULL;
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+static void trim_copy(char *out, size_t outlen, const char *b, const char *e)
+{
+    while (b < e && isspace((unsigned char)*b))
+        b++;
+    while (e > b && isspace((unsigned char)e[-1]))
+        e--;
+    size_t l = (size_t)(e - b);
+    if (l >= outlen)
+        l = outlen - 1;
+    memcpy(out, b, l);
+    out[l] = '\0';
+}
+
+static int tokenize(char *s, char **tok, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        while (*s && isspace((unsigned char)*s))
+            s++;
+        if (!*s)
+            break;
+        tok[n++] = s;
+        while (*s && !isspace((unsigned char)*s))
+            s++;
+        if (*s)
+            *s++ = '\0';
+    }
+    return n;
+}
+
+static int is_int(const char *s, long *v)
+{
+    char *end = NULL;
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    long x = strtol(s, &end, 10);
+    if (*end)
+        return 0;
+    *v = x;
+    return 1;
+}
+
+static void ev(dp_ctx *c, dr_ev *e)
+{
+    dr_ev_make(e, c->fname, c->ln, c->line);
+}
+
+static void evt(dp_ctx *c, dr_ev *e, const char *text)
+{
+    dr_ev_make(e, c->fname, c->ln, text);
+}
+
+static void setn(dp_ctx *c, dr_num *n, long long v)
+{
+    dr_ev e;
+    ev(c, &e);
+    dr_set(n, v, &e);
+}
+
+/* Overwrite: the later line of the same output is the newer state. */
+static void setn_force(dp_ctx *c, dr_num *n, long long v)
+{
+    n->v = -1;
+    setn(c, n, v);
+}
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = tolower(ch);
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    return -1;
+}
+
+int dp_find_busid(const char *s, char *out, size_t outlen)
+{
+    if (!s)
+        return -1;
+    size_t n = strlen(s);
+    for (size_t i = 0; i + 7 <= n; i++) {
+        /* bb:dd.f at i */
+        const char *p = s + i;
+        if (hexval(p[0]) < 0 || hexval(p[1]) < 0 || p[2] != ':' || hexval(p[3]) < 0 || hexval(p[4]) < 0 ||
+            p[5] != '.' || !(p[6] >= '0' && p[6] <= '7'))
+            continue;
+        if (i > 0 && (isalnum((unsigned char)p[-1]) && p[-1] != ':'))
+            continue;
+        if (i + 7 < n && isalnum((unsigned char)p[7]))
+            continue;
+        /* a domain before it: hex digits then ':' */
+        unsigned dom = 0;
+        if (i >= 2 && p[-1] == ':') {
+            size_t k = i - 1, digits = 0;
+            while (k > 0 && hexval(s[k - 1]) >= 0 && digits < 8) {
+                k--;
+                digits++;
+            }
+            if (digits >= 1 && (k == 0 || !isalnum((unsigned char)s[k - 1]) || s[k - 1] == ':')) {
+                for (size_t t = k; t < i - 1; t++)
+                    dom = dom * 16 + (unsigned)hexval(s[t]);
+            }
+        }
+        unsigned bus = (unsigned)(hexval(p[0]) * 16 + hexval(p[1]));
+        unsigned dev = (unsigned)(hexval(p[3]) * 16 + hexval(p[4]));
+        if (dev > 0x1f || dom > 0xffff)
+            continue;
+        snprintf(out, outlen, "%04x:%02x:%02x.%c", dom, bus, dev, p[6]);
+        return 0;
+    }
+    /* "PCI:0000:01:00" (NVRM's own form, no function) */
+    const char *q = strstr(s, "PCI:");
+    if (q) {
+        unsigned dom, bus, dev;
+        if (sscanf(q + 4, "%x:%x:%x", &dom, &bus, &dev) == 3 && bus <= 0xff && dev <= 0x1f && dom <= 0xffff) {
+            snprintf(out, outlen, "%04x:%02x:%02x.0", dom, bus, dev);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int find_versions(const char *s, char out[][24], int max)
+{
+    int n = 0;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len && n < max; i++) {
+        if (!isdigit((unsigned char)s[i]) || (i > 0 && (isalnum((unsigned char)s[i - 1]) || s[i - 1] == '.')))
+            continue;
+        size_t j = i, parts = 0, digits[4] = {0};
+        while (j < len && parts < 4) {
+            size_t d = 0;
+            while (j < len && isdigit((unsigned char)s[j])) {
+                j++;
+                d++;
+            }
+            digits[parts++] = d;
+            if (j < len && s[j] == '.' && j + 1 < len && isdigit((unsigned char)s[j + 1]))
+                j++;
+            else
+                break;
+        }
+        if (j < len && (isalnum((unsigned char)s[j])))
+            continue;
+        if (parts < 2 || parts > 3 || digits[0] != 3 || digits[1] > 3 || (parts == 3 && digits[2] > 3) ||
+            s[i] < '3') {
+            i = j;
+            continue;
+        }
+        size_t l = j - i;
+        if (l < 24) {
+            memcpy(out[n], s + i, l);
+            out[n][l] = '\0';
+            n++;
+        }
+        i = j;
+    }
+    return n;
+}
+
+int dp_find_version(const char *s, char *out, size_t outlen)
+{
+    char v[1][24];
+    if (!s || find_versions(s, v, 1) < 1)
+        return -1;
+    snprintf(out, outlen, "%s", v[0]);
+    return 0;
+}
+
+int dp_vercmp(const char *a, const char *b)
+{
+    while (*a || *b) {
+        long x = strtol(a, (char **)&a, 10), y = strtol(b, (char **)&b, 10);
+        if (x != y)
+            return x < y ? -1 : 1;
+        if (*a == '.')
+            a++;
+        if (*b == '.')
+            b++;
+        if (!*a && !*b)
+            break;
+        if (!isdigit((unsigned char)*a) && *a)
+            break;
+        if (!isdigit((unsigned char)*b) && *b)
+            break;
+    }
+    return 0;
+}
+
+void dp_model_key(const char *name, char *out, size_t outlen)
+{
+    char buf[128];
+    const char *b = strchr(name, '[');
+    const char *e = b ? strchr(b, ']') : NULL;
+    if (b && e && e > b + 1) /* lspci: "AD102 [GeForce RTX 4090]" */
+        trim_copy(buf, sizeof buf, b + 1, e);
+    else
+        snprintf(buf, sizeof buf, "%s", name);
+    char *tok[16];
+    int n = tokenize(buf, tok, 16);
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char t[64];
+        snprintf(t, sizeof t, "%s", tok[i]);
+        for (char *p = t; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (!strcmp(t, "nvidia") || !strcmp(t, "corporation") || !strcmp(t, "geforce") || !strcmp(t, "corp."))
+            continue;
+        size_t tl = strlen(t);
+        if (o + tl + 2 >= outlen)
+            break;
+        if (o)
+            out[o++] = ' ';
+        memcpy(out + o, t, tl);
+        o += tl;
+        out[o] = '\0';
+    }
+}
+
+static long long size_to_mib(double v, const char *unit)
+{
+    char u = (char)toupper((unsigned char)unit[0]);
+    double mib = -1;
+    if (u == 'K')
+        mib = v / 1024.0;
+    else if (u == 'M')
+        mib = v;
+    else if (u == 'G')
+        mib = v * 1024.0;
+    else if (u == 'T')
+        mib = v * 1024.0 * 1024.0;
+    return mib < 0 ? -1 : (long long)llround(mib);
+}
+
+/* "24564 MiB", "32G", "256MB", "16 GiB" -> MiB; -1 if none. */
+static long long parse_mib(const char *s)
+{
+    s = skip_ws(s);
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return -1;
+    end = (char *)skip_ws(end);
+    if (!isalpha((unsigned char)*end))
+        return -1;
+    return size_to_mib(v, end);
+}
+
+static int gts_to_gen(double gts)
+{
+    if (gts < 1)
+        return -1;
+    if (gts < 3)
+        return 1;
+    if (gts < 6)
+        return 2;
+    if (gts < 10)
+        return 3;
+    if (gts < 20)
+        return 4;
+    if (gts < 40)
+        return 5;
+    return 6;
+}
+
+/* ------------------------------------------------------------ records */
+
+static int rec_find(dp_ctx *c, const char *src, int ns, int index, const char *busid)
+{
+    dr_model *m = c->m;
+    for (int r = 0; r < m->nrecs; r++) {
+        dr_grec *g = &m->recs[r];
+        if (strcmp(g->file, c->fname) != 0 || g->anon)
+            continue;
+        if (busid && busid[0] && g->busid[0]) {
+            if (!strcmp(g->busid, busid))
+                return r;
+            continue;
+        }
+        if (ns && g->ns == ns && index >= 0 && g->index == index && (!src || !strcmp(g->src, src) ||
+                                                                      !busid || !busid[0] || !g->busid[0]))
+            return r;
+    }
+    return -1;
+}
+
+/* The record of a GPU in this file (found or new); -1 when full. */
+static int rec_get(dp_ctx *c, const char *src, int ns, int index, const char *busid, const char *name)
+{
+    dr_model *m = c->m;
+    if (index >= DR_MAX_GPUS * 4)
+        return -1;
+    int r = rec_find(c, src, ns, index, busid);
+    if (r < 0) {
+        if (m->nrecs >= DR_MAX_RECS) {
+            m->truncated_recs++;
+            return -1;
+        }
+        r = m->nrecs++;
+        dr_grec_reset(&m->recs[r]);
+        snprintf(m->recs[r].file, sizeof m->recs[r].file, "%s", c->fname);
+        snprintf(m->recs[r].src, sizeof m->recs[r].src, "%s", src);
+    }
+    dr_grec *g = &m->recs[r];
+    if (ns && index >= 0 && g->index < 0) {
+        g->ns = ns;
+        g->index = index;
+    }
+    if (busid && busid[0] && !g->busid[0])
+        snprintf(g->busid, sizeof g->busid, "%s", busid);
+    if (name && name[0] && !g->name[0])
+        snprintf(g->name, sizeof g->name, "%s", name);
+    return r;
+}
+
+static int rec_anon(dp_ctx *c, const char *src)
+{
+    dr_model *m = c->m;
+    if (m->nrecs >= DR_MAX_RECS) {
+        m->truncated_recs++;
+        return -1;
+    }
+    int r = m->nrecs++;
+    dr_grec_reset(&m->recs[r]);
+    m->recs[r].anon = 1;
+    snprintf(m->recs[r].file, sizeof m->recs[r].file, "%s", c->fname);
+    snprintf(m->recs[r].src, sizeof m->recs[r].src, "%s", src);
+    return r;
+}
+
+static void pobs_add(dp_ctx *c, int kind, int ns, int a, int b, int val, double x, double y, const char *text,
+                     const dr_ev *e)
+{
+    dr_model *m = c->m;
+    if (a == b || a < 0 || b < 0 || a >= DR_MAX_GPUS || b >= DR_MAX_GPUS)
+        return;
+    if (m->npobs >= DR_MAX_POBS) {
+        m->truncated_recs++;
+        return;
+    }
+    dr_pobs *o = &m->pobs[m->npobs++];
+    memset(o, 0, sizeof(*o));
+    o->kind = kind;
+    o->ns = ns;
+    o->a = a;
+    o->b = b;
+    o->val = val;
+    o->x = x;
+    o->y = y;
+    if (text)
+        snprintf(o->text, sizeof o->text, "%s", text);
+    if (e)
+        o->ev = *e;
+    else
+        ev(c, &o->ev);
+}
+
+static void kind(dp_ctx *c, unsigned k)
+{
+    c->m->files[c->fi].kinds |= k;
+}
+
+/* ------------------------------------------------------------ registry keys */
+
+static void regkeys_parse(dp_ctx *c, dr_regkeys *rk, const char *s)
+{
+    /* s: the value, possibly quoted: "A=1;B=0x2" */
+    char buf[512];
+    s = skip_ws(s);
+    if (*s == '"' || *s == '\'')
+        s++;
+    snprintf(buf, sizeof buf, "%s", s);
+    char *q = strpbrk(buf, "\"'");
+    if (q)
+        *q = '\0';
+    rk->present = 1;
+    rk->n = 0;
+    ev(c, &rk->ev);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq || rk->n >= DR_MAX_KEYS)
+            continue;
+        *eq = '\0';
+        char key[40];
+        trim_copy(key, sizeof key, item, eq);
+        char *end = NULL;
+        const char *vs = skip_ws(eq + 1);
+        long long v = strtoll(vs, &end, 0);
+        if (!key[0] || end == vs)
+            continue;
+        snprintf(rk->key[rk->n], sizeof rk->key[0], "%s", key);
+        rk->val[rk->n++] = v;
+    }
+}
+
+/* "options nvidia ...", "nvidia.NVreg_...=" on a command line, Talos/NixOS
+ * key = value forms: the NVreg_ options a machine is configured with. */
+static void p_modopts(dp_ctx *c, const char *line)
+{
+    const char *p = strstr(line, "NVreg_");
+    if (!p || strstr(line, "parm:"))
+        return;
+    dr_sys *s = &c->m->sys;
+    for (; p; p = strstr(p + 6, "NVreg_")) {
+        const char *name = p + 6;
+        const char *eq = name;
+        while (*eq && (isalnum((unsigned char)*eq) || *eq == '_'))
+            eq++;
+        size_t nl = (size_t)(eq - name);
+        const char *v = skip_ws(eq);
+        if (*v == ':' && (nl == 14 && !strncmp(name, "RegistryDwords", 14)))
+            v = skip_ws(v + 1); /* "NVreg_RegistryDwords: ..." yaml-ish */
+        else if (*v == '=' || *v == ':')
+            v = skip_ws(v + 1);
+        else
+            continue;
+        if (nl == 14 && !strncmp(name, "RegistryDwords", 14)) {
+            regkeys_parse(c, &s->configured, v);
+            kind(c, DR_K_MODOPTS);
+        } else if (nl == 18 && !strncmp(name, "EnableResizableBar", 18)) {
+            if (*v == '"' || *v == '\'')
+                v++;
+            if (isdigit((unsigned char)*v)) {
+                setn_force(c, &s->rebar_option_configured, strtol(v, NULL, 0) ? 1 : 0);
+                kind(c, DR_K_MODOPTS);
+            }
+        }
+    }
+}
+
+/* /proc/driver/nvidia/params: "RegistryDwords: "A=1;B=2"", "EnableResizableBar: 1";
+ * module parameter lists without the NVreg_ prefix (Talos, NixOS):
+ * "RegistryDwords="A=1;B=2"", configured. */
+static void p_params(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line);
+    dr_sys *s = &c->m->sys;
+    if (!strncmp(p, "RegistryDwords=", 15) || !strncmp(p, "RegistryDwords =", 16)) {
+        regkeys_parse(c, &s->configured, strchr(p, '=') + 1);
+        kind(c, DR_K_MODOPTS);
+        return;
+    }
+    if (!strncmp(p, "EnableResizableBar=", 19)) {
+        setn_force(c, &s->rebar_option_configured, strtol(p + 19, NULL, 0) ? 1 : 0);
+        kind(c, DR_K_MODOPTS);
+        return;
+    }
+    if (!strncmp(p, "RegistryDwords:", 15)) {
+        regkeys_parse(c, &s->applied, p + 15);
+        kind(c, DR_K_PARAMS);
+    } else if (!strncmp(p, "EnableResizableBar:", 19)) {
+        setn_force(c, &s->rebar_option_applied, strtol(skip_ws(p + 19), NULL, 0) ? 1 : 0);
+        kind(c, DR_K_PARAMS);
+    }
+}
+
+/* ------------------------------------------------------------ kernel command line */
+
+static void cmdline_tokens(dp_ctx *c, const char *s)
+{
+    char buf[DP_LINE_MAX];
+    snprintf(buf, sizeof buf, "%s", s);
+    char *tok[256];
+    int n = tokenize(buf, tok, 256);
+    dr_sys *m = &c->m->sys;
+    for (int i = 0; i < n; i++) {
+        char *t = tok[i];
+        while (*t == '"' || *t == '\'')
+            t++;
+        size_t l = strlen(t);
+        while (l && (t[l - 1] == '"' || t[l - 1] == '\''))
+            t[--l] = '\0';
+        if (!strcmp(t, "iommu=pt") || !strcmp(t, "iommu.passthrough=1") || !strcmp(t, "iommu.passthrough=on"))
+            setn_force(c, &m->cmd_iommu_pt, 1);
+        else if (!strcmp(t, "iommu=nopt") || !strcmp(t, "iommu.passthrough=0"))
+            setn_force(c, &m->cmd_iommu_pt, 0);
+        else if (!strcmp(t, "intel_iommu=off") || !strcmp(t, "amd_iommu=off") || !strcmp(t, "iommu=off"))
+            setn_force(c, &m->iommu_off, 1);
+        else if (!strncmp(t, "intel_iommu=", 12) && strstr(t + 12, "on"))
+            setn_force(c, &m->cmd_iommu_on, 1);
+        else if (!strcmp(t, "amd_iommu=on") || !strcmp(t, "amd_iommu=force_isolation"))
+            setn_force(c, &m->cmd_iommu_on, 1);
+        else if (!strncmp(t, "pcie_acs_override=", 18))
+            setn_force(c, &m->acs_override, 1);
+    }
+    kind(c, DR_K_CMDLINE);
+    p_modopts(c, s);
+}
+
+static void p_cmdline(dp_ctx *c, const char *line)
+{
+    const char *p;
+    if (c->hint_cmdline && !strchr(line, '$') && !strchr(line, '#') && strchr(line, '=')) {
+        cmdline_tokens(c, line);
+        return;
+    }
+    if ((p = strstr(line, "Kernel command line:")) || (p = strstr(line, "Command line:"))) {
+        cmdline_tokens(c, strchr(p, ':') + 1);
+        return;
+    }
+    if ((p = strstr(line, "GRUB_CMDLINE_LINUX"))) {
+        const char *eq = strchr(p, '=');
+        if (eq)
+            cmdline_tokens(c, eq + 1);
+        return;
+    }
+    if (strstr(line, "BOOT_IMAGE=") || (strstr(line, "root=") && (strstr(line, " ro") || strstr(line, " rw"))))
+        cmdline_tokens(c, line);
+}
+
+/* ------------------------------------------------------------ kernel log */
+
+static void fault_dev(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    char b[16];
+    const char *d = strstr(line, "device=");
+    if (!d)
+        d = strstr(line, "device [");
+    if (!d)
+        d = strstr(line, "Request device");
+    if (dp_find_busid(d ? d : line, b, sizeof b) != 0)
+        return;
+    for (int i = 0; i < s->nfault_dev; i++)
+        if (!strcmp(s->fault_dev[i], b))
+            return;
+    if (s->nfault_dev < 8) {
+        snprintf(s->fault_dev[s->nfault_dev], 16, "%s", b);
+        ev(c, &s->fault_dev_ev[s->nfault_dev]);
+        s->nfault_dev++;
+    }
+}
+
+static void p_api_mismatch(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    if (strstr(line, "API mismatch")) {
+        c->api_left = 4;
+        c->api_nv = 0;
+        setn(c, &s->api_mismatch, 1);
+        kind(c, DR_K_DMESG);
+    }
+    if (c->api_left <= 0)
+        return;
+    c->api_left--;
+    char v[3][24];
+    int n = find_versions(line, v, 3);
+    for (int i = 0; i < n && c->api_nv < 2; i++)
+        memcpy(c->api_v[c->api_nv++], v[i], 24);
+    if (c->api_nv == 2) {
+        snprintf(s->api_client, sizeof s->api_client, "%s", c->api_v[0]);
+        snprintf(s->api_module, sizeof s->api_module, "%s", c->api_v[1]);
+        c->api_left = 0;
+    }
+}
+
+static void p_dmesg(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    p_api_mismatch(c, line);
+    if (strstr(line, "IO_PAGE_FAULT") || strstr(line, "DMAR: [DMA") || strstr(line, "DMAR:[DMA") ||
+        strstr(line, "PTE Read access is not set") || strstr(line, "PTE Write access is not set") ||
+        (strstr(line, "smmu") && strstr(line, "Unhandled context fault"))) {
+        s->iommu_fault.v = s->iommu_fault.v < 0 ? 1 : s->iommu_fault.v + 1;
+        if (s->iommu_fault.ev.line == 0)
+            ev(c, &s->iommu_fault.ev);
+        fault_dev(c, line);
+        setn(c, &s->iommu_present, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "Default domain type:")) {
+        if (strstr(line, "Translated"))
+            setn_force(c, &s->iommu_translated, 1);
+        else if (strstr(line, "Passthrough"))
+            setn_force(c, &s->iommu_translated, 0);
+        setn(c, &s->iommu_present, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "DMAR: IOMMU enabled") || strstr(line, "AMD-Vi: Interrupt remapping enabled") ||
+        strstr(line, "AMD-Vi: Found IOMMU") || strstr(line, "Adding to iommu group") ||
+        strstr(line, "AMD IOMMUv2") || strstr(line, "DMAR-IR: Enabled IRQ remapping") ||
+        strstr(line, "perf/amd_iommu: Detected AMD IOMMU")) {
+        setn(c, &s->iommu_present, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "DMAR: IOMMU disabled") || strstr(line, "AMD-Vi: AMD IOMMU disabled")) {
+        setn(c, &s->iommu_off, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "Hypervisor detected") || strstr(line, "Booting paravirtualized kernel on")) {
+        if (!strstr(line, "bare hardware"))
+            setn(c, &s->vm_guest, 1);
+        return;
+    }
+    const char *p;
+    if ((p = strstr(line, "NVRM: loading NVIDIA UNIX"))) {
+        char v[24];
+        if (dp_find_version(p, v, sizeof v) == 0) {
+            snprintf(s->loaded_version, sizeof s->loaded_version, "%s", v);
+            ev(c, &s->loaded_version_ev);
+        }
+        setn_force(c, &s->module_open, strstr(p, "Open Kernel Module") ? 1 : 0);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "RmInitAdapter failed")) {
+        setn(c, &s->init_failed, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "fallen off the bus")) {
+        setn(c, &s->fell_off_bus, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "NVRM: No NVIDIA GPU found")) {
+        setn(c, &s->no_gpu_found, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if ((p = strstr(line, "NVRM: BAR")) && strstr(line, "M @ 0x")) {
+        int bar = atoi(p + 9);
+        long mb = atol(p + 11);
+        char b[16];
+        if (bar == 1 && mb == 0 && dp_find_busid(line, b, sizeof b) == 0 && s->nbar1_invalid < 8) {
+            snprintf(s->bar1_invalid[s->nbar1_invalid].busid, 16, "%s", b);
+            ev(c, &s->bar1_invalid[s->nbar1_invalid].ev);
+            s->nbar1_invalid++;
+        }
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "No address space to allocate resized BAR1") || strstr(line, "BAR resizing failed") ||
+        strstr(line, "BAR resize resource not supported") || strstr(line, "Fatal Error while attempting to resize") ||
+        strstr(line, "Not resizing BAR because the firmware forbids")) {
+        setn(c, &s->rebar_failed, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (ci_find(line, "static bar1") && (ci_find(line, "fail") || ci_find(line, "error"))) {
+        setn(c, &s->static_bar1_error, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if ((p = strstr(line, "BAR ")) && (strstr(line, "no space") || strstr(line, "failed to assign") ||
+                                       strstr(line, "can't assign"))) {
+        char b[16];
+        if (dp_find_busid(line, b, sizeof b) == 0 && s->nnospace < 8) {
+            int bar = atoi(p + 4);
+            for (int i = 0; i < s->nnospace; i++)
+                if (!strcmp(s->nospace[i].busid, b) && s->nospace[i].bar == bar)
+                    return;
+            snprintf(s->nospace[s->nnospace].busid, 16, "%s", b);
+            s->nospace[s->nnospace].bar = bar;
+            ev(c, &s->nospace[s->nnospace].ev);
+            s->nnospace++;
+            kind(c, DR_K_DMESG);
+        }
+        return;
+    }
+    if (strstr(line, "Loading of unsigned module is rejected") || strstr(line, "Key was rejected by service") ||
+        strstr(line, "Loading of module with unavailable key is rejected") ||
+        strstr(line, "Required key not available") ||
+        (strstr(line, "Lockdown:") && strstr(line, "unsigned module"))) {
+        setn(c, &s->module_rejected, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "module verification failed: signature and/or required key missing") &&
+        ci_find(line, "nvidia")) {
+        setn(c, &s->modinfo_signed, 0);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (ci_find(line, "secure boot enabled") || strstr(line, "SecureBoot enabled") ||
+        ci_find(line, "secure boot: enabled") ||
+        strstr(line, "locked down from EFI Secure Boot")) {
+        setn_force(c, &s->secure_boot, 1);
+        kind(c, DR_K_SECBOOT);
+        return;
+    }
+    if (ci_find(line, "secure boot disabled") || strstr(line, "SecureBoot disabled") ||
+        ci_find(line, "secure boot: disabled") ||
+        strstr(line, "EFI variables are not supported")) {
+        setn_force(c, &s->secure_boot, 0);
+        kind(c, DR_K_SECBOOT);
+        return;
+    }
+    if (strstr(line, "unsupported display driver / cuda driver combination") ||
+        strstr(line, "cudaErrorSystemDriverMismatch")) {
+        setn(c, &s->cuda_driver_mismatch, 1);
+        return;
+    }
+    if (strstr(line, "Driver/library version mismatch")) {
+        setn(c, &s->nvml_mismatch, 1);
+        return;
+    }
+    if ((p = strstr(line, "NVML library version:"))) {
+        char v[24];
+        if (dp_find_version(p, v, sizeof v) == 0 && s->nuserspace < 4) {
+            snprintf(s->userspace_versions[s->nuserspace++], 24, "%s", v);
+            ev(c, &s->userspace_ev);
+            kind(c, DR_K_USERSPACE);
+        }
+        return;
+    }
+    if (strstr(line, "couldn't communicate with the NVIDIA driver") ||
+        strstr(line, "NVIDIA driver is not loaded")) {
+        setn(c, &s->driver_not_loaded, 1);
+        return;
+    }
+    if (strstr(line, "illegal memory access") || strstr(line, "cudaErrorMapBufferObjectFailed") ||
+        strstr(line, "mapping of buffer object failed") || strstr(line, "cudaErrorIllegalAddress") ||
+        strstr(line, "cudaErrorPeerAccessUnsupported")) {
+        if (strstr(line, "illegal memory access"))
+            setn(c, &s->illegal_access, 1);
+        if (s->p2p_error.v < 0 && c->sp_a >= 0 && c->sp_b >= 0) {
+            s->p2p_error_a = c->sp_a;
+            s->p2p_error_b = c->sp_b;
+        }
+        setn(c, &s->p2p_error, 1);
+        kind(c, DR_K_CUDAERR);
+        return;
+    }
+    if ((strstr(line, "vgaarb: setting as boot VGA device") || strstr(line, "nvidia-drmdrmfb frame buffer device") ||
+         (strstr(line, "fbcon:") && strstr(line, "nvidia-drm") && strstr(line, "primary device"))) &&
+        s->nconsole < 8) {
+        char b[16];
+        if (dp_find_busid(line, b, sizeof b) == 0) {
+            snprintf(s->console[s->nconsole].busid, 16, "%s", b);
+            ev(c, &s->console[s->nconsole].ev);
+            s->nconsole++;
+            kind(c, DR_K_DMESG);
+        }
+        return;
+    }
+    /* NCCL: "Could not enable P2P between dev 1(=41000) and dev 0(=1000)" */
+    if ((p = strstr(line, "Could not enable P2P between dev "))) {
+        int a = atoi(p + 33);
+        const char *q = strstr(p + 33, " and dev ");
+        if (q)
+            pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, a, atoi(q + 9), 0, 0, 0, NULL, NULL);
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    if ((p = strstr(line, "nouveau ")) && dp_find_busid(p, (char[16]){0}, 16) == 0) {
+        setn(c, &s->nouveau, 1);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------ versions, modinfo, userspace */
+
+/* deviceQuery: "Device 0: "NVIDIA GeForce RTX 4090"" then "Device PCI Domain ID / Bus
+ * ID / location ID: 0 / 1 / 0"; /proc/driver/nvidia/gpus/X/information:
+ * "Model: NVIDIA ..." then "Bus Location: 0000:01:00.0". */
+static void p_gpulist(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line);
+    if (!strncmp(p, "Device ", 7) && isdigit((unsigned char)p[7]) && strstr(p, ": \"")) {
+        const char *q = strchr(p, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+        if (q && e) {
+            trim_copy(c->gl_name, sizeof c->gl_name, q + 1, e);
+            c->gl_idx = atoi(p + 7);
+            rec_get(c, "devquery", DR_NS_CUDA, c->gl_idx, NULL, c->gl_name);
+            kind(c, DR_K_DEVQUERY);
+        }
+        return;
+    }
+    if (strstr(p, "Device PCI Domain ID / Bus ID") && c->gl_idx >= 0) {
+        const char *q = strrchr(p, ':');
+        unsigned dom, bus, dev;
+        if (q && sscanf(q + 1, " %u / %u / %u", &dom, &bus, &dev) == 3) {
+            char b[16];
+            snprintf(b, sizeof b, "%04x:%02x:%02x.0", dom & 0xffff, bus & 0xff, dev & 0x1f);
+            int r = rec_get(c, "devquery", DR_NS_CUDA, c->gl_idx, NULL, NULL);
+            if (r >= 0 && !c->m->recs[r].busid[0])
+                snprintf(c->m->recs[r].busid, sizeof c->m->recs[r].busid, "%s", b);
+        }
+        return;
+    }
+    if (!strncmp(p, "Model:", 6)) {
+        trim_copy(c->gl_name, sizeof c->gl_name, p + 6, p + strlen(p));
+        c->gl_idx = -1;
+        return;
+    }
+    if (!strncmp(p, "Bus Location:", 13) && c->gl_name[0]) {
+        char b[16];
+        if (dp_find_busid(p + 13, b, sizeof b) == 0) {
+            rec_get(c, "devquery", DR_NS_NONE, -1, b, c->gl_name);
+            kind(c, DR_K_DEVQUERY);
+        }
+        c->gl_name[0] = '\0';
+    }
+}
+
+static void p_version(dp_ctx *c, const char *line)
+{
+    const char *p = strstr(line, "NVRM version:");
+    if (!p)
+        return;
+    dr_sys *s = &c->m->sys;
+    char v[24];
+    if (dp_find_version(p, v, sizeof v) == 0) {
+        snprintf(s->module_version, sizeof s->module_version, "%s", v);
+        ev(c, &s->module_version_ev);
+    }
+    setn_force(c, &s->module_open, strstr(p, "Open Kernel Module") ? 1 : 0);
+    kind(c, DR_K_VERSION);
+}
+
+static void mi_close(dp_ctx *c)
+{
+    if (!c->mi_on)
+        return;
+    dr_sys *s = &c->m->sys;
+    dr_set(&s->modinfo_signed, c->mi_signed, &c->mi_ev);
+    c->mi_on = 0;
+}
+
+static void p_modinfo(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    const char *p = skip_ws(line);
+    if (!strncmp(p, "filename:", 9)) {
+        mi_close(c);
+        const char *f = skip_ws(p + 9);
+        const char *base = strrchr(f, '/');
+        base = base ? base + 1 : f;
+        if (!strncmp(base, "nvidia.ko", 9)) {
+            c->mi_on = 1;
+            c->mi_signed = 0;
+            ev(c, &c->mi_ev);
+            snprintf(s->modinfo_filename, sizeof s->modinfo_filename, "%s", f);
+            kind(c, DR_K_MODINFO);
+        }
+        return;
+    }
+    if (!c->mi_on) {
+        char v[24];
+        if (!strncmp(p, "version:", 8) && dp_find_version(p + 8, v, sizeof v) == 0 && !s->modinfo_version[0]) {
+            snprintf(s->modinfo_version, sizeof s->modinfo_version, "%s", v);
+            kind(c, DR_K_MODINFO);
+        }
+        return;
+    }
+    if (!strncmp(p, "version:", 8)) {
+        char v[24];
+        if (dp_find_version(p, v, sizeof v) == 0)
+            snprintf(s->modinfo_version, sizeof s->modinfo_version, "%s", v);
+    } else if (!strncmp(p, "license:", 8)) {
+        setn_force(c, &s->modinfo_proprietary, strstr(p, "MIT") || strstr(p, "GPL") ? 0 : 1);
+    } else if (!strncmp(p, "signer:", 7) || !strncmp(p, "sig_id:", 7)) {
+        c->mi_signed = 1;
+    } else if (!*p || !strchr(p, ':')) {
+        mi_close(c);
+    }
+}
+
+static void p_userspace(dp_ctx *c, const char *line)
+{
+    const char *p = strstr(line, "libnvidia-ml.so.");
+    if (!p)
+        p = strstr(line, "libcuda.so.");
+    if (!p)
+        return;
+    p = strstr(p, ".so.") + 4;
+    char v[24];
+    if (dp_find_version(p, v, sizeof v) != 0 || p != strstr(p, v))
+        return;
+    dr_sys *s = &c->m->sys;
+    for (int i = 0; i < s->nuserspace; i++)
+        if (!strcmp(s->userspace_versions[i], v))
+            return;
+    if (s->nuserspace < 4) {
+        snprintf(s->userspace_versions[s->nuserspace++], 24, "%s", v);
+        ev(c, &s->userspace_ev);
+        kind(c, DR_K_USERSPACE);
+    }
+}
+
+/* build.sh doctor --collect's own lines (nvidia-p2p.txt, sysfs.txt) */
+static void p_collect(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    const char *p = skip_ws(line);
+    if (!strncmp(p, "nvidia-p2p-installed:", 21)) {
+        char v[24] = "";
+        dp_find_version(p + 21, v, sizeof v);
+        snprintf(s->p2p_installed, sizeof s->p2p_installed, "%s", v);
+        ev(c, &s->p2p_installed_ev);
+        setn(c, &s->p2p_state_seen, 1);
+        kind(c, DR_K_P2PSTATE);
+    } else if (!strncmp(p, "nvidia-p2p-srcversion:", 22)) {
+        trim_copy(s->p2p_srcversion, sizeof s->p2p_srcversion, p + 22, p + strlen(p));
+    } else if (!strncmp(p, "loaded-srcversion:", 18)) {
+        trim_copy(s->loaded_srcversion, sizeof s->loaded_srcversion, p + 18, p + strlen(p));
+    } else if (!strncmp(p, "userspace-libraries: none", 25)) {
+        kind(c, DR_K_USERSPACE);
+    } else if (!strncmp(p, "modprobe-options: none", 22)) {
+        kind(c, DR_K_MODOPTS);
+    } else if (!strncmp(p, "sysfs-gpus:", 11)) {
+        setn(c, &s->sysfs_gpus, strtol(skip_ws(p + 11), NULL, 10));
+        kind(c, DR_K_SYSFS);
+    } else if (!strncmp(p, "iommu-present:", 14)) {
+        long v = strtol(skip_ws(p + 14), NULL, 10);
+        setn_force(c, &s->iommu_present, v ? 1 : 0);
+        if (!v)
+            setn(c, &s->iommu_off, 1);
+        kind(c, DR_K_IOMMU);
+    } else if (!strncmp(p, "sysfs-gpu ", 10)) {
+        char b[16];
+        c->sf_rec = -1;
+        if (dp_find_busid(p + 10, b, sizeof b) == 0) {
+            c->sf_rec = rec_get(c, "sysfs", DR_NS_NONE, -1, b, NULL);
+            snprintf(c->sf_busid, sizeof c->sf_busid, "%s", b);
+            kind(c, DR_K_SYSFS);
+        }
+    } else if (c->sf_rec >= 0 && (!strncmp(p, "resource ", 9) || !strncmp(p, "bar1_bytes ", 11))) {
+        dr_grec *g = &c->m->recs[c->sf_rec];
+        if (!strncmp(p, "bar1_bytes ", 11)) {
+            long long b = strtoll(p + 11, NULL, 0);
+            if (b > 0)
+                setn(c, &g->bar1_mib, b >> 20);
+            else
+                setn(c, &g->bar1_unassigned, 1);
+        }
+    } else if (c->sf_rec >= 0) {
+        dr_grec *g = &c->m->recs[c->sf_rec];
+        if (!strncmp(p, "boot_vga ", 9))
+            setn(c, &g->boot_vga, atoi(p + 9) ? 1 : 0);
+        else if (!strncmp(p, "current_link_width ", 19))
+            setn(c, &g->width_cur, atoi(p + 19));
+        else if (!strncmp(p, "max_link_width ", 15))
+            setn(c, &g->width_max, atoi(p + 15));
+        else if (!strncmp(p, "current_link_speed ", 19))
+            setn(c, &g->gen_cur, gts_to_gen(atof(p + 19)));
+        else if (!strncmp(p, "max_link_speed ", 15))
+            setn(c, &g->gen_max, gts_to_gen(atof(p + 15)));
+        else if (!strncmp(p, "numa_node ", 10))
+            setn(c, &g->numa, atoi(p + 10));
+        else if (!strncmp(p, "driver ", 7))
+            snprintf(g->driver_in_use, sizeof g->driver_in_use, "%s", skip_ws(p + 7));
+        else if (!strncmp(p, "iommu_group_type ", 17) && s->ngroup_type < DR_MAX_GPUS) {
+            const char *t = skip_ws(p + 17);
+            long long tr = !strncmp(t, "identity", 8) ? 0 : (!strncmp(t, "DMA", 3) ? 1 : -1);
+            if (tr >= 0) {
+                snprintf(s->group_type[s->ngroup_type].busid, 16, "%s", c->sf_busid);
+                s->group_type[s->ngroup_type].type = tr;
+                ev(c, &s->group_type[s->ngroup_type].ev);
+                s->ngroup_type++;
+                kind(c, DR_K_IOMMU);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ nvidia-smi -q */
+
+static void q_push(dp_ctx *c, int ind, const char *title)
+{
+    while (c->q_depth > 0 && c->q_ind[c->q_depth - 1] >= ind)
+        c->q_depth--;
+    if (c->q_depth < Q_DEPTH) {
+        c->q_ind[c->q_depth] = ind;
+        snprintf(c->q_hdr[c->q_depth], sizeof c->q_hdr[0], "%s", title);
+        c->q_depth++;
+    }
+}
+
+static int q_in(dp_ctx *c, const char *title)
+{
+    for (int i = 0; i < c->q_depth; i++)
+        if (!strcmp(c->q_hdr[i], title))
+            return 1;
+    return 0;
+}
+
+static int q_rec(dp_ctx *c)
+{
+    if (c->q_rec < 0)
+        c->q_rec = rec_anon(c, "smi-q");
+    return c->q_rec;
+}
+
+static void p_smiq(dp_ctx *c, const char *line)
+{
+    dr_model *m = c->m;
+    const char *p = skip_ws(line);
+    int ind = (int)(p - line);
+    /* "GPU 00000000:01:00.0": a GPU block */
+    if (!strncmp(p, "GPU ", 4) && ind <= 2) {
+        char b[16];
+        const char *rest = p + 4;
+        size_t l = strlen(rest);
+        while (l && isspace((unsigned char)rest[l - 1]))
+            l--;
+        if (l >= 12 && l <= 16 && strchr(rest, ':') && !strchr(rest, ' ') && dp_find_busid(rest, b, sizeof b) == 0) {
+            c->q_rec = rec_get(c, "smi-q", c->q_full ? DR_NS_SMI : DR_NS_NONE, c->q_full ? c->q_blocks : -1, b, NULL);
+            c->q_blocks++;
+            c->q_depth = 0;
+            kind(c, DR_K_SMIQ);
+            return;
+        }
+    }
+    const char *colon = strstr(p, " : ");
+    if (!colon) {
+        /* a section title: "    FB Memory Usage" */
+        size_t l = strlen(p);
+        if (l > 0 && l < 48 && isupper((unsigned char)*p) && !strchr(p, ':') && !strchr(p, '|') &&
+            !strchr(p, '=')) {
+            char t[48];
+            trim_copy(t, sizeof t, p, p + l);
+            q_push(c, ind, t);
+        }
+        return;
+    }
+    char key[48], val[128];
+    trim_copy(key, sizeof key, p, colon);
+    trim_copy(val, sizeof val, colon + 3, colon + strlen(colon));
+    while (c->q_depth > 0 && c->q_ind[c->q_depth - 1] >= ind)
+        c->q_depth--;
+    dr_sys *s = &m->sys;
+    if (!strcmp(key, "Driver Version") && ind == 0) {
+        char v[24];
+        if (dp_find_version(val, v, sizeof v) == 0) {
+            snprintf(s->smi_driver_version, sizeof s->smi_driver_version, "%s", v);
+            ev(c, &s->smi_driver_version_ev);
+        }
+        return;
+    }
+    if (!strcmp(key, "Attached GPUs")) {
+        c->q_full = 1;
+        kind(c, DR_K_SMIQ);
+        return;
+    }
+    int r;
+    if (!strcmp(key, "Product Name")) {
+        if (c->q_rec >= 0 && m->recs[c->q_rec].name[0] && m->recs[c->q_rec].anon)
+            c->q_rec = -1; /* a second GPU of an excerpt */
+        if ((r = q_rec(c)) < 0)
+            return;
+        if (!m->recs[r].name[0])
+            snprintf(m->recs[r].name, sizeof m->recs[r].name, "%.95s", val);
+        kind(c, DR_K_SMIQ);
+        return;
+    }
+    int is_q = q_in(c, "FB Memory Usage") || q_in(c, "BAR1 Memory Usage") || q_in(c, "PCIe Generation") ||
+               q_in(c, "Link Width") || !strcmp(key, "Display Active") || !strcmp(key, "Display Attached") ||
+               !strcmp(key, "Virtualization Mode") || (!strcmp(key, "Bus Id") && q_in(c, "PCI"));
+    if (!is_q)
+        return;
+    if ((r = q_rec(c)) < 0)
+        return;
+    dr_grec *g = &m->recs[r];
+    kind(c, DR_K_SMIQ);
+    long long mib = parse_mib(val);
+    if (q_in(c, "FB Memory Usage") && !strcmp(key, "Total"))
+        setn(c, &g->vram_mib, mib);
+    else if (q_in(c, "BAR1 Memory Usage") && !strcmp(key, "Total"))
+        setn(c, &g->bar1_mib, mib);
+    else if (q_in(c, "BAR1 Memory Usage") && !strcmp(key, "Used"))
+        setn(c, &g->bar1_used_mib, mib);
+    else if (q_in(c, "PCIe Generation")) {
+        int v = atoi(val);
+        if (v <= 0)
+            return;
+        if (!strcmp(key, "Max"))
+            setn(c, &g->gen_max, v);
+        else if (!strcmp(key, "Current"))
+            setn(c, &g->gen_cur, v);
+        else if (!strcmp(key, "Host Max"))
+            setn(c, &g->gen_host_max, v);
+        else if (!strcmp(key, "Device Max"))
+            setn(c, &g->gen_dev_max, v);
+    } else if (q_in(c, "Link Width")) {
+        int v = atoi(val);
+        if (v <= 0)
+            return;
+        if (!strcmp(key, "Max"))
+            setn(c, &g->width_max, v);
+        else if (!strcmp(key, "Current"))
+            setn(c, &g->width_cur, v);
+    } else if (!strcmp(key, "Display Active") || !strcmp(key, "Display Attached")) {
+        if (!strcmp(val, "Enabled") || !strcmp(val, "Yes"))
+            setn_force(c, &g->display, 1);
+        else if ((!strcmp(val, "Disabled") || !strcmp(val, "No")) && g->display.v != 1)
+            setn_force(c, &g->display, 0);
+    } else if (!strcmp(key, "Virtualization Mode")) {
+        setn(c, &g->virt_passthrough, !strcmp(val, "Pass-Through") ? 1 : 0);
+    } else if (!strcmp(key, "Bus Id")) {
+        char b[16];
+        if (dp_find_busid(val, b, sizeof b) == 0 && !g->busid[0] && g->anon) {
+            g->anon = 0;
+            snprintf(g->busid, sizeof g->busid, "%s", b);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ nvidia-smi table, -L, csv */
+
+static void p_smi(dp_ctx *c, const char *line)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    const char *p;
+    if ((p = strstr(line, "Driver Version:")) && strstr(line, "NVIDIA-SMI")) {
+        char v[24];
+        if (dp_find_version(p, v, sizeof v) == 0) {
+            snprintf(s->smi_driver_version, sizeof s->smi_driver_version, "%s", v);
+            ev(c, &s->smi_driver_version_ev);
+        }
+        kind(c, DR_K_SMI);
+        return;
+    }
+    /* -L and nvlink -s: "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-...)" */
+    p = skip_ws(line);
+    if (!strncmp(p, "GPU ", 4) && isdigit((unsigned char)p[4])) {
+        char *end = NULL;
+        long idx = strtol(p + 4, &end, 10);
+        /* "GPU 0: name", not nvidia-smi -q's "GPU 00000000:01:00.0" */
+        if (*end == ':' && end[1] == ' ' && end - (p + 4) <= 3 && idx >= 0 && idx < DR_MAX_GPUS) {
+            const char *nb = skip_ws(end + 1);
+            const char *ne = strstr(nb, " (UUID");
+            if (!ne)
+                ne = strstr(nb, " (");
+            if (!ne)
+                ne = nb + strlen(nb);
+            char name[96];
+            trim_copy(name, sizeof name, nb, ne);
+            c->nv_rec = rec_get(c, "smi", DR_NS_SMI, (int)idx, NULL, name);
+            c->nv_seen = 0;
+            c->nv_active = 0;
+            kind(c, DR_K_SMI);
+            return;
+        }
+    }
+    /* table row: "|   0  NVIDIA GeForce RTX 4090   Off |   00000000:01:00.0  On |  ..." */
+    if (line[0] == '|' || (p[0] == '|')) {
+        char b[16];
+        const char *bar2 = strchr(p + 1, '|');
+        if (bar2 && dp_find_busid(bar2, b, sizeof b) == 0) {
+            const char *q = skip_ws(p + 1);
+            char *end = NULL;
+            long idx = strtol(q, &end, 10);
+            if (end != q && idx >= 0 && idx < DR_MAX_GPUS) {
+                char name[96];
+                trim_copy(name, sizeof name, end, bar2);
+                size_t nl = strlen(name);
+                /* persistence mode "On"/"Off" at the end of the first cell */
+                if (nl > 3 && !strcmp(name + nl - 3, "Off"))
+                    name[nl - 3] = '\0';
+                else if (nl > 2 && !strcmp(name + nl - 2, "On"))
+                    name[nl - 2] = '\0';
+                char nm[96];
+                trim_copy(nm, sizeof nm, name, name + strlen(name));
+                c->t_rec = rec_get(c, "smi", DR_NS_SMI, (int)idx, b, nm);
+                if (c->t_rec >= 0) {
+                    const char *bar3 = strchr(bar2 + 1, '|');
+                    char cell[64];
+                    trim_copy(cell, sizeof cell, bar2 + 1, bar3 ? bar3 : bar2 + strlen(bar2));
+                    size_t cl = strlen(cell);
+                    dr_grec *g = &m->recs[c->t_rec];
+                    if (cl > 3 && !strcmp(cell + cl - 3, " On"))
+                        setn(c, &g->display, 1);
+                    else if (cl > 4 && !strcmp(cell + cl - 4, " Off"))
+                        setn(c, &g->display, 0);
+                }
+                kind(c, DR_K_SMI);
+                return;
+            }
+        }
+        if (c->t_rec >= 0 && (p = strstr(line, "MiB /"))) {
+            long long mib = parse_mib(p + 5);
+            if (mib > 0)
+                setn(c, &m->recs[c->t_rec].vram_mib, mib);
+            c->t_rec = -1;
+            return;
+        }
+    }
+}
+
+static void p_csv(dp_ctx *c, const char *line)
+{
+    if (strstr(line, "pci.bus_id") || (strstr(line, "index") && strstr(line, "name") && strchr(line, ','))) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", line);
+        c->csv_on = 1;
+        c->csv_idx = c->csv_name = c->csv_bus = c->csv_mem = c->csv_gen = c->csv_genmax = c->csv_w = c->csv_wmax =
+            c->csv_disp = -1;
+        int col = 0;
+        char *save = NULL;
+        for (char *f = strtok_r(buf, ",", &save); f; f = strtok_r(NULL, ",", &save), col++) {
+            char t[64];
+            trim_copy(t, sizeof t, f, f + strlen(f));
+            if (!strcmp(t, "index"))
+                c->csv_idx = col;
+            else if (!strcmp(t, "name"))
+                c->csv_name = col;
+            else if (!strcmp(t, "pci.bus_id"))
+                c->csv_bus = col;
+            else if (!strncmp(t, "memory.total", 12))
+                c->csv_mem = col;
+            else if (!strcmp(t, "pcie.link.gen.current"))
+                c->csv_gen = col;
+            else if (!strcmp(t, "pcie.link.gen.max"))
+                c->csv_genmax = col;
+            else if (!strcmp(t, "pcie.link.width.current"))
+                c->csv_w = col;
+            else if (!strcmp(t, "pcie.link.width.max"))
+                c->csv_wmax = col;
+            else if (!strcmp(t, "display_active"))
+                c->csv_disp = col;
+        }
+        if (c->csv_idx < 0 && c->csv_bus < 0)
+            c->csv_on = 0;
+        return;
+    }
+    if (!c->csv_on || !strchr(line, ','))
+        return;
+    char buf[1024], *f[32];
+    snprintf(buf, sizeof buf, "%s", line);
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t && n < 32; t = strtok_r(NULL, ",", &save))
+        f[n++] = t;
+    long idx = -1;
+    char b[16] = "", name[96] = "";
+    if (c->csv_idx >= 0 && c->csv_idx < n && !is_int(skip_ws(f[c->csv_idx]), &idx))
+        return;
+    if (c->csv_bus >= 0 && c->csv_bus < n && dp_find_busid(f[c->csv_bus], b, sizeof b) != 0)
+        return;
+    if (c->csv_name >= 0 && c->csv_name < n)
+        trim_copy(name, sizeof name, f[c->csv_name], f[c->csv_name] + strlen(f[c->csv_name]));
+    int r = rec_get(c, "smi", idx >= 0 ? DR_NS_SMI : DR_NS_NONE, (int)idx, b, name);
+    if (r < 0)
+        return;
+    dr_grec *g = &c->m->recs[r];
+    if (c->csv_mem >= 0 && c->csv_mem < n)
+        setn(c, &g->vram_mib, parse_mib(f[c->csv_mem]));
+    if (c->csv_gen >= 0 && c->csv_gen < n && atoi(f[c->csv_gen]) > 0)
+        setn(c, &g->gen_cur, atoi(f[c->csv_gen]));
+    if (c->csv_genmax >= 0 && c->csv_genmax < n && atoi(f[c->csv_genmax]) > 0)
+        setn(c, &g->gen_max, atoi(f[c->csv_genmax]));
+    if (c->csv_w >= 0 && c->csv_w < n && atoi(f[c->csv_w]) > 0)
+        setn(c, &g->width_cur, atoi(f[c->csv_w]));
+    if (c->csv_wmax >= 0 && c->csv_wmax < n && atoi(f[c->csv_wmax]) > 0)
+        setn(c, &g->width_max, atoi(f[c->csv_wmax]));
+    if (c->csv_disp >= 0 && c->csv_disp < n)
+        setn(c, &g->display, strstr(f[c->csv_disp], "Enabled") ? 1 : 0);
+    kind(c, DR_K_SMI);
+}
+
+/* ------------------------------------------------------------ nvlink -s */
+
+static void nv_close(dp_ctx *c)
+{
+    if (c->nv_rec >= 0 && c->nv_seen)
+        setn(c, &c->m->recs[c->nv_rec].nvlinks, c->nv_active);
+}
+
+static void p_nvlink(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line);
+    if (strstr(line, "all links are inActive") || strstr(line, "all links are inactive")) {
+        kind(c, DR_K_NVLINK);
+        return;
+    }
+    if (strncmp(p, "Link ", 5) != 0 || !isdigit((unsigned char)p[5]) || c->nv_rec < 0)
+        return;
+    const char *colon = strchr(p, ':');
+    if (!colon)
+        return;
+    c->nv_seen = 1;
+    const char *v = skip_ws(colon + 1);
+    if (strstr(v, "inactive") || strstr(v, "<inactive>") || strstr(v, "Inactive")) {
+        /* counted as seen */
+    } else if (isdigit((unsigned char)*v) && strstr(v, "GB/s")) {
+        c->nv_active++;
+    }
+    c->m->recs[c->nv_rec].nvlinks.v = -1;
+    nv_close(c);
+    kind(c, DR_K_NVLINK);
+}
+
+/* ------------------------------------------------------------ matrices */
+
+static int gpu_tok(const char *t)
+{
+    long v;
+    if (strncmp(t, "GPU", 3) != 0 || !is_int(t + 3, &v) || v >= DR_MAX_GPUS)
+        return -1;
+    return (int)v;
+}
+
+static int topo_cell(const char *t)
+{
+    return !strcmp(t, "SYS") || !strcmp(t, "NODE") || !strcmp(t, "PHB") || !strcmp(t, "PXB") ||
+           !strcmp(t, "PIX") || !strcmp(t, "PXN") || !strcmp(t, "SOC") || !strcmp(t, "QPI") ||
+           (t[0] == 'N' && t[1] == 'V' && isdigit((unsigned char)t[2]));
+}
+
+static int p2p_cell(const char *t)
+{
+    return !strcmp(t, "OK") || !strcmp(t, "CNS") || !strcmp(t, "GNS") || !strcmp(t, "TNS") || !strcmp(t, "NS") ||
+           !strcmp(t, "U");
+}
+
+static int title_of(const char *line)
+{
+    if (strstr(line, "Connectivity Matrix"))
+        return T_ACCESS01;
+    if (strstr(line, "% of link") || strstr(line, "% of PCIe") || strstr(line, "link limit"))
+        return T_IGNORE;
+    int on = strstr(line, "P2P=Enabled") != NULL, off = strstr(line, "P2P=Disabled") != NULL;
+    if (!on && !off)
+        return T_NONE;
+    if (strstr(line, "Latency") && strstr(line, "Matrix"))
+        return on ? T_LAT_ON : T_LAT_OFF;
+    if (strstr(line, "Bandwidth") && strstr(line, "Matrix")) {
+        if (ci_find(line, "Bidirectional"))
+            return on ? T_BI_ON : T_BI_OFF;
+        return on ? T_UNI_ON : T_UNI_OFF;
+    }
+    return T_NONE;
+}
+
+static double *bw_cell(dp_ctx *c, int t, int a, int b)
+{
+    int k, onoff;
+    switch (t) {
+    case T_UNI_ON: k = 0; onoff = 0; break;
+    case T_UNI_OFF: k = 0; onoff = 1; break;
+    case T_BI_ON: k = 1; onoff = 0; break;
+    case T_BI_OFF: k = 1; onoff = 1; break;
+    case T_LAT_ON: k = 2; onoff = 0; break;
+    case T_LAT_OFF: k = 2; onoff = 1; break;
+    default: return NULL;
+    }
+    if (!c->bw) {
+        size_t n = (size_t)3 * 2 * DR_MAX_GPUS * DR_MAX_GPUS;
+        c->bw = malloc(n * sizeof(double));
+        if (!c->bw)
+            return NULL;
+        for (size_t i = 0; i < n; i++)
+            c->bw[i] = NAN;
+    }
+    return &c->bw[(((size_t)k * 2 + (size_t)onoff) * DR_MAX_GPUS + (size_t)a) * DR_MAX_GPUS + (size_t)b];
+}
+
+static int bw_slot(int t, int *k, int *onoff)
+{
+    switch (t) {
+    case T_UNI_ON: *k = 0; *onoff = 0; return 1;
+    case T_UNI_OFF: *k = 0; *onoff = 1; return 1;
+    case T_BI_ON: *k = 1; *onoff = 0; return 1;
+    case T_BI_OFF: *k = 1; *onoff = 1; return 1;
+    case T_LAT_ON: *k = 2; *onoff = 0; return 1;
+    case T_LAT_OFF: *k = 2; *onoff = 1; return 1;
+    }
+    return 0;
+}
+
+static void mx_cell(dp_ctx *c, int row, int col, const char *t)
+{
+    int ns = c->mx_style == 1 ? DR_NS_SMI : DR_NS_CUDA;
+    if (row == col || !strcmp(t, "X") || !strcmp(t, "-") || !strcmp(t, "N/A"))
+        return;
+    dr_ev e;
+    char text[DR_EV_TEXT];
+    if (topo_cell(t)) {
+        pobs_add(c, DR_OBS_TOPO, ns, row, col, 0, 0, 0, t, NULL);
+        kind(c, DR_K_TOPO);
+    } else if (p2p_cell(t)) {
+        snprintf(text, sizeof text, "%s (GPU%d -> GPU%d: %s)", c->line, row, col, t);
+        evt(c, &e, text);
+        pobs_add(c, DR_OBS_P2PCAP, ns, row, col, 0, 0, 0, t, &e);
+        kind(c, DR_K_P2PCAP);
+    } else if (!strcmp(t, "yes") || !strcmp(t, "no")) {
+        pobs_add(c, DR_OBS_ACCESS, ns, row, col, t[0] == 'y', 0, 0, NULL, NULL);
+    } else if (c->mx_title == T_ACCESS01 && (!strcmp(t, "1") || !strcmp(t, "0"))) {
+        pobs_add(c, DR_OBS_ACCESS, ns, row, col, t[0] == '1', 0, 0, NULL, NULL);
+        kind(c, DR_K_P2PBW);
+    } else {
+        char *end = NULL;
+        double v = strtod(t, &end);
+        double *cell;
+        if (end != t && !*end && v >= 0 && (cell = bw_cell(c, c->mx_title, row, col)))
+            *cell = v;
+    }
+}
+
+static int p_matrix(dp_ctx *c, const char *line)
+{
+    char buf[DP_LINE_MAX];
+    snprintf(buf, sizeof buf, "%s", line);
+    char *tok[DR_MAX_GPUS + 16];
+    int nt = tokenize(buf, tok, DR_MAX_GPUS + 16);
+    if (nt == 0) {
+        c->mx_style = 0;
+        return 0;
+    }
+    /* header, style 1: "GPU0 GPU1 NIC0 CPU Affinity NUMA Affinity ..." (a row
+     * "GPU0 X NV4 ..." has a cell second) */
+    if (gpu_tok(tok[0]) == 0 && (nt == 1 || gpu_tok(tok[1]) == 1 || !strncmp(tok[1], "NIC", 3) ||
+                                 !strncmp(tok[1], "mlx", 3) || !strcmp(tok[1], "CPU"))) {
+        int k = 0, numa = -1;
+        c->mx_ncol = 0;
+        for (; k < nt; k++) {
+            if (!strcmp(tok[k], "CPU") || !strcmp(tok[k], "NUMA"))
+                break;
+            if (c->mx_ncol < DR_MAX_GPUS)
+                c->mx_cols[c->mx_ncol++] = gpu_tok(tok[k]);
+        }
+        for (int j = k; j + 1 < nt; j++)
+            if (!strcmp(tok[j], "NUMA") && !strcmp(tok[j + 1], "Affinity"))
+                numa = k < nt && !strcmp(tok[k], "CPU") ? 2 : 1;
+        c->mx_style = 1;
+        c->mx_numa = numa;
+        c->mx_rows = 0;
+        for (int i = 0; i < c->mx_ncol; i++)
+            if (c->mx_cols[i] >= 0)
+                rec_get(c, "topo", DR_NS_SMI, c->mx_cols[i], NULL, NULL);
+        return 1;
+    }
+    /* header, style 2: "D\D 0 1 2" or "GPU 0 1" or "CPU 0 1" */
+    long v;
+    if ((!strcmp(tok[0], "D\\D") || !strcmp(tok[0], "GPU") || !strcmp(tok[0], "CPU")) && nt >= 2 &&
+        is_int(tok[1], &v) && v == 0) {
+        c->mx_ncol = 0;
+        for (int k = 1; k < nt && c->mx_ncol < DR_MAX_GPUS; k++) {
+            if (!is_int(tok[k], &v) || v != c->mx_ncol)
+                break;
+            c->mx_cols[c->mx_ncol++] = (int)v;
+        }
+        c->mx_style = 2;
+        c->mx_numa = -1;
+        c->mx_rows = 0;
+        c->mx_title = !strcmp(tok[0], "CPU") ? T_IGNORE : c->title;
+        if (c->mx_title != T_IGNORE)
+            for (int i = 0; i < c->mx_ncol; i++)
+                rec_get(c, c->vt_on ? "verify" : "p2pbw", DR_NS_CUDA, c->mx_cols[i], NULL, NULL);
+        return 1;
+    }
+    if (!c->mx_style)
+        return 0;
+    int row = -1;
+    if (c->mx_style == 1)
+        row = gpu_tok(tok[0]);
+    else if (is_int(tok[0], &v) && v < DR_MAX_GPUS)
+        row = (int)v;
+    if (row < 0 || nt < 2) {
+        if (c->mx_style == 1 && tok[0][0] != 'N' && strncmp(tok[0], "mlx", 3) != 0)
+            c->mx_style = 0; /* NIC rows are skipped, anything else ends it */
+        else if (c->mx_style == 2)
+            c->mx_style = 0;
+        return 0;
+    }
+    int ncells = nt - 1 < c->mx_ncol ? nt - 1 : c->mx_ncol;
+    for (int k = 0; k < ncells; k++)
+        if (c->mx_cols[k] >= 0)
+            mx_cell(c, row, c->mx_cols[k], tok[1 + k]);
+    if (c->mx_style == 2 && c->mx_title != T_IGNORE)
+        rec_get(c, c->vt_on ? "verify" : "p2pbw", DR_NS_CUDA, row, NULL, NULL);
+    if (c->mx_style == 1) {
+        int r = rec_get(c, "topo", DR_NS_SMI, row, NULL, NULL);
+        if (r >= 0 && c->mx_numa > 0 && 1 + c->mx_ncol + c->mx_numa - 1 < nt) {
+            long numa;
+            if (is_int(tok[1 + c->mx_ncol + c->mx_numa - 1], &numa))
+                setn(c, &c->m->recs[r].numa, numa);
+        }
+    }
+    int k, onoff;
+    if (c->mx_style == 2 && bw_slot(c->mx_title, &k, &onoff) && c->bw_ev[k][onoff].line == 0) {
+        char text[DR_EV_TEXT];
+        snprintf(text, sizeof text, "matrix at line %ld", c->ln);
+        evt(c, &c->bw_ev[k][onoff], text);
+    }
+    c->mx_rows++;
+    return 1;
+}
+
+static void bw_emit(dp_ctx *c)
+{
+    if (!c->bw)
+        return;
+    static const char *names[3] = {"unidirectional", "bidirectional", "latency"};
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < DR_MAX_GPUS; a++)
+            for (int b = 0; b < DR_MAX_GPUS; b++) {
+                if (a == b)
+                    continue;
+                double on = c->bw[(((size_t)k * 2 + 0) * DR_MAX_GPUS + (size_t)a) * DR_MAX_GPUS + (size_t)b];
+                double off = c->bw[(((size_t)k * 2 + 1) * DR_MAX_GPUS + (size_t)a) * DR_MAX_GPUS + (size_t)b];
+                if (isnan(on) && isnan(off))
+                    continue;
+                dr_ev e = c->bw_ev[k][isnan(on) ? 1 : 0];
+                char text[DR_EV_TEXT];
+                char on_s[24] = "-", off_s[24] = "-";
+                if (!isnan(on))
+                    snprintf(on_s, sizeof on_s, "%.2f", on);
+                if (!isnan(off))
+                    snprintf(off_s, sizeof off_s, "%.2f", off);
+                snprintf(text, sizeof text, "%.100s %s GPU%d->GPU%d: P2P=Enabled %s, P2P=Disabled %s",
+                         e.text, names[k], a, b, on_s, off_s);
+                snprintf(e.text, sizeof e.text, "%s", text);
+                pobs_add(c, DR_OBS_BW, DR_NS_CUDA, a, b, k == 0 ? DR_BW_UNI : (k == 1 ? DR_BW_BI : DR_BW_LAT),
+                         isnan(on) ? -1 : on, isnan(off) ? -1 : off, NULL, &e);
+            }
+    kind(c, DR_K_P2PBW);
+}
+
+/* ------------------------------------------------------------ CUDA samples */
+
+static void p_cuda_samples(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    const char *p;
+    /* p2pBandwidthLatencyTest */
+    if ((p = strstr(line, "Device: ")) && strstr(line, "pciBusID:")) {
+        long idx = strtol(p + 8, NULL, 10);
+        const char *n1 = strchr(p, ',');
+        const char *n2 = n1 ? strstr(n1, ", pciBusID:") : NULL;
+        if (!n1 || !n2 || idx < 0 || idx >= DR_MAX_GPUS)
+            return;
+        char name[96];
+        trim_copy(name, sizeof name, n1 + 1, n2);
+        unsigned bus = 0, dev = 0, dom = 0;
+        const char *q = strstr(line, "pciBusID:");
+        sscanf(q + 9, " %x", &bus);
+        if ((q = strstr(line, "pciDeviceID:")))
+            sscanf(q + 12, " %x", &dev);
+        if ((q = strstr(line, "pciDomainID:")))
+            sscanf(q + 12, " %x", &dom);
+        char b[16];
+        snprintf(b, sizeof b, "%04x:%02x:%02x.0", dom & 0xffff, bus & 0xff, dev & 0x1f);
+        rec_get(c, "p2pbw", DR_NS_CUDA, (int)idx, b, name);
+        kind(c, DR_K_P2PBW);
+        return;
+    }
+    if ((p = strstr(line, "Device=")) && strstr(line, "Access Peer Device=")) {
+        long a = strtol(p + 7, NULL, 10);
+        const char *q = strstr(line, "Peer Device=");
+        long b = strtol(q + 12, NULL, 10);
+        int can = strstr(line, "CANNOT") == NULL && strstr(line, " CAN ") != NULL;
+        pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, (int)a, (int)b, can, 0, 0, NULL, NULL);
+        kind(c, DR_K_P2PBW);
+        return;
+    }
+    /* simpleP2P */
+    if ((p = strstr(line, "Peer access from ")) && strstr(line, "(GPU")) {
+        const char *g1 = strstr(p, "(GPU");
+        const char *g2 = g1 ? strstr(g1 + 4, "(GPU") : NULL;
+        const char *res = strrchr(line, ':');
+        if (!g1 || !g2 || !res)
+            return;
+        long a = strtol(g1 + 4, NULL, 10), b = strtol(g2 + 4, NULL, 10);
+        char n1[96], n2[96];
+        trim_copy(n1, sizeof n1, p + 17, g1);
+        const char *arrow = strstr(g1, "->");
+        trim_copy(n2, sizeof n2, arrow ? arrow + 2 : g1, g2);
+        rec_get(c, "simplep2p", DR_NS_CUDA, (int)a, NULL, n1);
+        rec_get(c, "simplep2p", DR_NS_CUDA, (int)b, NULL, n2);
+        const char *r = skip_ws(res + 1);
+        if (!strncmp(r, "Yes", 3) || !strncmp(r, "No", 2))
+            pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, (int)a, (int)b, r[0] == 'Y', 0, 0, NULL, NULL);
+        kind(c, DR_K_SIMPLEP2P);
+        return;
+    }
+    if ((p = strstr(line, "Enabling peer access between GPU"))) {
+        c->sp_a = atoi(p + 32);
+        const char *q = strstr(p + 32, "GPU");
+        c->sp_b = q ? atoi(q + 3) : -1;
+        kind(c, DR_K_SIMPLEP2P);
+        return;
+    }
+    if (strstr(line, "Verification error @ element")) {
+        if (c->sp_errs++ == 0)
+            ev(c, &c->sp_ev);
+        kind(c, DR_K_SIMPLEP2P);
+        return;
+    }
+    if (strstr(line, "Test failed!") || strstr(line, "Test FAILED")) {
+        setn(c, &s->simplep2p_failed, 1);
+        return;
+    }
+    if (strstr(line, "Test passed") || strstr(line, "Test PASSED")) {
+        setn(c, &s->simplep2p_passed, 1);
+        return;
+    }
+    if (strstr(line, "Peer-to-Peer access capability are required") ||
+        strstr(line, "Peer to Peer access is not available")) {
+        setn(c, &s->p2p_unavailable, 1);
+        kind(c, DR_K_SIMPLEP2P);
+        return;
+    }
+}
+
+static void sp_close(dp_ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    if (c->sp_errs > 0) {
+        char text[DR_EV_TEXT];
+        snprintf(text, sizeof text, "%.150s (and %d more verification errors)", c->sp_ev.text, c->sp_errs - 1);
+        snprintf(c->sp_ev.text, sizeof c->sp_ev.text, "%s", text);
+        if (c->sp_a >= 0 && c->sp_b >= 0) {
+            pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_a, c->sp_b, 1, 0, 0, NULL, &c->sp_ev);
+            pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_b, c->sp_a, 1, 0, 0, NULL, &c->sp_ev);
+        } else {
+            /* no pair named: the first two P2P GPUs, unknown which */
+            pobs_add(c, DR_OBS_CORRUPT, DR_NS_NONE, 0, 1, 1, 0, 0, NULL, &c->sp_ev);
+        }
+    } else if (s->simplep2p_passed.v == 1 && c->sp_a >= 0 && c->sp_b >= 0) {
+        pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_a, c->sp_b, 0, 0, 0, NULL, &s->simplep2p_passed.ev);
+        pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_b, c->sp_a, 0, 0, 0, NULL, &s->simplep2p_passed.ev);
+    }
+}
+
+/* ------------------------------------------------------------ NCCL */
+
+static void p_nccl(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    const char *p;
+    if ((p = strstr(line, "Init COMPLETE")) && (p = strstr(line, " rank "))) {
+        int rank = atoi(p + 6);
+        const char *d = strstr(line, "cudaDev ");
+        const char *b = strstr(line, "busId ");
+        if (d && rank >= 0 && rank < MAX_RANKS) {
+            int dev = atoi(d + 8);
+            c->rank_dev[rank] = dev;
+            if (b) {
+                unsigned long long v = strtoull(b + 6, NULL, 16);
+                char bb[16];
+                snprintf(bb, sizeof bb, "%04llx:%02llx:%02llx.%llx", (v >> 20) & 0xffff, (v >> 12) & 0xff,
+                         (v >> 4) & 0x1f, v & 0x7);
+                rec_get(c, "nccl", DR_NS_CUDA, dev, bb, NULL);
+            }
+        }
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    /* nccl-tests: "#  Rank  0 Group  0 Pid 123 on host device  0 [0x01] NVIDIA GeForce RTX 4090" */
+    if ((p = strstr(line, "Rank ")) && line[0] == '#' && (p = strstr(line, " device "))) {
+        int dev = atoi(p + 8);
+        const char *lb = strchr(p, '['), *rb = lb ? strchr(lb, ']') : NULL;
+        const char *r = strstr(line, "Rank ");
+        int rank = atoi(r + 5);
+        if (lb && rb && dev >= 0 && dev < DR_MAX_GPUS) {
+            char inner[32], b[16] = "", name[96];
+            trim_copy(inner, sizeof inner, lb + 1, rb);
+            unsigned dom = 0, bus = 0, d = 0;
+            if (!strncmp(inner, "0x", 2) && sscanf(inner, "%x", &bus) == 1)
+                snprintf(b, sizeof b, "0000:%02x:00.0", bus & 0xff);
+            else if (sscanf(inner, "%x:%x:%x", &dom, &bus, &d) == 3)
+                snprintf(b, sizeof b, "%04x:%02x:%02x.0", dom & 0xffff, bus & 0xff, d & 0x1f);
+            trim_copy(name, sizeof name, rb + 1, rb + strlen(rb));
+            rec_get(c, "nccl", DR_NS_CUDA, dev, b, name);
+            if (rank >= 0 && rank < MAX_RANKS)
+                c->rank_dev[rank] = dev;
+        }
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    if ((p = strstr(line, "Out of bounds values"))) {
+        if (strstr(p, "FAILED"))
+            setn(c, &s->nccl_wrong, 1);
+        else if (strstr(p, "OK"))
+            setn(c, &s->nccl_ok, 1);
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    if (line[0] == '#' && strstr(line, "#wrong")) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", line);
+        char *tok[32];
+        int nt = tokenize(buf, tok, 32);
+        c->nt_nwrong = 0;
+        for (int i = 0; i < nt && c->nt_nwrong < 4; i++)
+            if (!strcmp(tok[i], "#wrong") || !strcmp(tok[i], "wrong"))
+                c->nt_wrong[c->nt_nwrong++] = i - (tok[0][0] == '#' && tok[0][1] == '\0' ? 1 : 0);
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    if (c->nt_nwrong > 0 && isdigit((unsigned char)*skip_ws(line))) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", line);
+        char *tok[32];
+        int nt = tokenize(buf, tok, 32);
+        for (int i = 0; i < c->nt_nwrong; i++) {
+            long w;
+            int at = c->nt_wrong[i];
+            if (at >= 0 && at < nt && is_int(tok[at], &w) && w > 0)
+                setn(c, &s->nccl_wrong, 1);
+        }
+        return;
+    }
+    if (!strstr(line, "NCCL INFO") || !strstr(line, " via "))
+        return;
+    pv_nccl_conn conn;
+    if (!pv_nccl_parse_line(line, &conn))
+        return;
+    char cls[16];
+    pv_nccl_transport_class(conn.transport, cls, sizeof cls);
+    int a = conn.src_rank, b = conn.dst_rank;
+    if (a >= 0 && a < MAX_RANKS && c->rank_dev[a] >= 0)
+        a = c->rank_dev[a];
+    if (b >= 0 && b < MAX_RANKS && c->rank_dev[b] >= 0)
+        b = c->rank_dev[b];
+    pobs_add(c, DR_OBS_NCCL, DR_NS_CUDA, a, b, 0, 0, 0, cls, NULL);
+    kind(c, DR_K_NCCL);
+}
+
+/* ------------------------------------------------------------ p2p-verify (text) */
+
+static void p_verify_text(dp_ctx *c, const char *line)
+{
+    dr_sys *s = &c->m->sys;
+    const char *p;
+    if (strstr(line, "p2p-verify") && strstr(line, "GPU peer-to-peer verification")) {
+        c->vt_on = 1;
+        kind(c, DR_K_VERIFY);
+        return;
+    }
+    if ((p = strstr(line, "== VERDICT:"))) {
+        const char *e = strstr(p, "(exit ");
+        if (e) {
+            setn_force(c, &s->verify_status, atoi(e + 6));
+            ev(c, &s->verify_ev);
+            kind(c, DR_K_VERIFY);
+        }
+        return;
+    }
+    if (strstr(line, "self-test:") && strstr(line, "injected")) {
+        setn(c, &s->selftest, 1);
+        return;
+    }
+    if ((p = strstr(line, "CORRUPTION GPU")) && strstr(p, "->GPU")) {
+        int a = atoi(p + 14);
+        const char *q = strstr(p, "->GPU");
+        pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, a, atoi(q + 5), 1, 0, 0, NULL, NULL);
+        kind(c, DR_K_VERIFY);
+        return;
+    }
+    if (!c->vt_on)
+        return;
+    p = skip_ws(line);
+    if (!strncmp(p, "GPU", 3) && isdigit((unsigned char)p[3]) && strstr(p, "->GPU")) {
+        int a = atoi(p + 3);
+        const char *q = strstr(p, "->GPU");
+        int b = atoi(q + 5);
+        size_t l = strlen(p);
+        if (l >= 3 && !strcmp(p + l - 3, " OK"))
+            pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, a, b, 0, 0, 0, NULL, NULL);
+        else if (strstr(p, "CORRUPT"))
+            pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, a, b, 1, 0, 0, NULL, NULL);
+        return;
+    }
+    /* topology rows: "0    NVIDIA H200    0000:00:06.0  256 GiB ..." */
+    long idx;
+    char buf[256], *tok[4];
+    snprintf(buf, sizeof buf, "%s", p);
+    char b[16];
+    if (tokenize(buf, tok, 1) == 1 && is_int(tok[0], &idx) && idx < DR_MAX_GPUS &&
+        dp_find_busid(line, b, sizeof b) == 0) {
+        const char *nb = skip_ws(p + strlen(tok[0]));
+        const char *be = strstr(p, b);
+        if (!be) {
+            /* busid printed in another case: find it by its domain start */
+            be = strchr(nb, ':');
+            while (be && be > nb && be[-1] != ' ')
+                be--;
+        }
+        char name[96];
+        trim_copy(name, sizeof name, nb, be && be > nb ? be : nb + strlen(nb));
+        int r = rec_get(c, "verify", DR_NS_CUDA, (int)idx, b, name);
+        const char *gi = be ? strstr(be, "GiB") : NULL;
+        if (r >= 0 && gi) {
+            const char *q = gi;
+            while (q > be && q[-1] == ' ')
+                q--;
+            while (q > be && (isdigit((unsigned char)q[-1]) || q[-1] == '.'))
+                q--;
+            setn(c, &c->m->recs[r].bar1_mib, (long long)llround(atof(q) * 1024));
+        }
+    }
+}
+
+/* ------------------------------------------------------------ p2p-verify (JSON) */
+
+static void js_verify(dp_ctx *c, const dj_doc *d)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    char tool[32];
+    dj_str(d, dj_get(d, 0, "tool"), tool, sizeof tool);
+    if (strcmp(tool, "p2p-verify") != 0) {
+        dr_note(m, "%s: JSON, but not p2p-verify's (tool \"%s\"): not read", c->fname, tool);
+        return;
+    }
+    kind(c, DR_K_VERIFY);
+    dr_ev e;
+    char text[DR_EV_TEXT];
+    int gpus = dj_get(d, 0, "gpus");
+    for (int i = 0; i < DR_MAX_GPUS; i++) {
+        int g = dj_at(d, gpus, i);
+        if (g < 0)
+            break;
+        int idx = (int)dj_num(d, dj_get(d, g, "index"), -1);
+        char name[96], bus[32], b[16] = "";
+        dj_str(d, dj_get(d, g, "name"), name, sizeof name);
+        dj_str(d, dj_get(d, g, "pci_bus_id"), bus, sizeof bus);
+        if (dp_find_busid(bus, b, sizeof b) != 0)
+            b[0] = '\0';
+        if (idx < 0 || idx >= DR_MAX_GPUS)
+            continue;
+        int r = rec_get(c, "verify", DR_NS_CUDA, idx, b, name);
+        if (r < 0)
+            continue;
+        dr_grec *gr = &m->recs[r];
+        snprintf(text, sizeof text, "gpus[%d]: %s %s", i, name, bus);
+        evt(c, &e, text);
+        double v = dj_num(d, dj_get(d, g, "memory_bytes"), -1);
+        if (v > 0)
+            dr_set(&gr->vram_mib, (long long)(v / 1048576.0), &e);
+        v = dj_num(d, dj_get(d, g, "bar1_bytes"), -1);
+        if (v > 0)
+            dr_set(&gr->bar1_mib, (long long)(v / 1048576.0), &e);
+        int pc = dj_get(d, g, "pcie");
+        v = dj_num(d, dj_get(d, pc, "gen_max"), -1);
+        if (v > 0)
+            dr_set(&gr->gen_max, (long long)v, &e);
+        v = dj_num(d, dj_get(d, pc, "width_max"), -1);
+        if (v > 0)
+            dr_set(&gr->width_max, (long long)v, &e);
+        v = dj_num(d, dj_get(d, pc, "width_current"), -1);
+        if (v > 0)
+            dr_set(&gr->width_cur, (long long)v, &e);
+        v = dj_num(d, dj_get(d, g, "nvlink_active_links"), -1);
+        if (v >= 0)
+            dr_set(&gr->nvlinks, (long long)v, &e);
+    }
+    /* matrices use matrix_gpus' order */
+    int mg = dj_get(d, 0, "matrix_gpus"), ids[DR_MAX_GPUS], n = 0;
+    for (; n < DR_MAX_GPUS; n++) {
+        int x = dj_at(d, mg, n);
+        if (x < 0)
+            break;
+        ids[n] = (int)dj_num(d, x, -1);
+    }
+    int cap = dj_get(d, 0, "can_access_peer");
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            int v = dj_bool(d, dj_at(d, dj_at(d, cap, a), b));
+            if (a == b || v < 0 || ids[a] < 0 || ids[b] < 0)
+                continue;
+            snprintf(text, sizeof text, "can_access_peer[GPU%d][GPU%d] = %s", ids[a], ids[b], v ? "true" : "false");
+            evt(c, &e, text);
+            pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, ids[a], ids[b], v, 0, 0, NULL, &e);
+        }
+    int integ = dj_get(d, 0, "integrity");
+    int st = dj_get(d, integ, "self_test");
+    if (st >= 0 && d->nodes[st].type != DJ_NULL)
+        dr_set(&s->selftest, 1, NULL);
+    int res = dj_get(d, integ, "results");
+    int nres = res >= 0 ? d->nodes[res].nchild : 0;
+    for (int i = 0, x = dj_at(d, res, 0); i < nres && x >= 0; i++, x = d->nodes[x].next) {
+        char stt[16], meth[48];
+        dj_str(d, dj_get(d, x, "status"), stt, sizeof stt);
+        dj_str(d, dj_get(d, x, "method"), meth, sizeof meth);
+        int a = (int)dj_num(d, dj_get(d, x, "src"), -1), b = (int)dj_num(d, dj_get(d, x, "dst"), -1);
+        if (strcmp(stt, "ok") != 0 && strcmp(stt, "corrupt") != 0)
+            continue;
+        snprintf(text, sizeof text, "integrity: GPU%d->GPU%d %s size %.0f: %s", a, b, meth,
+                 dj_num(d, dj_get(d, x, "size"), 0), stt);
+        evt(c, &e, text);
+        pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, a, b, stt[0] == 'c', 0, 0, NULL, &e);
+    }
+    int vd = dj_get(d, 0, "verdict");
+    double code = dj_num(d, dj_get(d, vd, "exit_code"), -1);
+    if (code >= 0) {
+        char stat[32];
+        dj_str(d, dj_get(d, vd, "status"), stat, sizeof stat);
+        snprintf(text, sizeof text, "verdict: %s (exit %d)", stat, (int)code);
+        evt(c, &e, text);
+        s->verify_status.v = -1;
+        dr_set(&s->verify_status, (long long)code, &e);
+        s->verify_ev = e;
+    }
+    char drv[24];
+    dj_str(d, dj_get(d, 0, "driver_version"), drv, sizeof drv);
+    if (drv[0] && !s->smi_driver_version[0]) {
+        snprintf(s->smi_driver_version, sizeof s->smi_driver_version, "%s", drv);
+        evt(c, &s->smi_driver_version_ev, "driver_version (p2p-verify --json)");
+    }
+}
+
+static void js_close(dp_ctx *c)
+{
+    if (!c->js_on)
+        return;
+    if (c->js_over) {
+        dr_note(c->m, "%s: JSON larger than %u MiB: not read", c->fname, JSON_MAX >> 20);
+    } else {
+        dj_doc d;
+        if (dj_parse(&d, c->js, c->js_len, 2000000) == 0)
+            js_verify(c, &d);
+        else
+            dr_note(c->m, "%s: not valid JSON (%s): its verification results were not read", c->fname, d.err);
+        dj_free(&d);
+    }
+    free(c->js);
+    c->js = NULL;
+    c->js_on = 0;
+}
+
+static void js_line(dp_ctx *c, const char *line)
+{
+    if (c->ln == 1 || (!c->js_on && c->js_len == 0 && c->m->files[c->fi].lines <= 1)) {
+        if (*skip_ws(line) == '{')
+            c->js_on = 1;
+    }
+    if (!c->js_on || c->js_over)
+        return;
+    size_t l = strlen(line);
+    if (c->js_len + l + 2 > JSON_MAX) {
+        c->js_over = 1;
+        return;
+    }
+    if (c->js_len + l + 2 > c->js_cap) {
+        size_t cap = c->js_cap ? c->js_cap * 2 : 65536;
+        while (cap < c->js_len + l + 2)
+            cap *= 2;
+        char *n = realloc(c->js, cap);
+        if (!n) {
+            c->js_over = 1;
+            return;
+        }
+        c->js = n;
+        c->js_cap = cap;
+    }
+    memcpy(c->js + c->js_len, line, l);
+    c->js_len += l;
+    c->js[c->js_len++] = '\n';
+    c->js[c->js_len] = '\0';
+}
+
+/* ------------------------------------------------------------ lspci */
+
+static int lspci_header(const char *line, char *busid, char *cls, size_t clen, const char **desc)
+{
+    if (isspace((unsigned char)line[0]))
+        return 0;
+    const char *p = line;
+    /* optional domain */
+    const char *sp = strchr(p, ' ');
+    if (!sp || sp - p > 12 || sp - p < 7)
+        return 0;
+    char addr[16];
+    trim_copy(addr, sizeof addr, p, sp);
+    for (const char *q = addr; *q; q++)
+        if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+            return 0;
+    if (pv_norm_busid(addr, busid, 16) != 0)
+        return 0;
+    const char *cb = sp + 1;
+    const char *ce = strstr(cb, ": ");
+    if (!ce)
+        return 0;
+    trim_copy(cls, clen, cb, ce);
+    *desc = ce + 2;
+    return 1;
+}
+
+static void p_lspci(dp_ctx *c, const char *line)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    char busid[16], cls[96];
+    const char *desc;
+    if (lspci_header(line, busid, cls, sizeof cls, &desc)) {
+        c->pci_kind = 0;
+        c->pci_idx = -1;
+        c->pci_mem = 0;
+        c->pci_bar1_reg = -1;
+        c->pci_in_rebar = 0;
+        int nv = strstr(desc, "NVIDIA") != NULL || strstr(desc, "[10de:") != NULL;
+        if (nv && (strstr(cls, "VGA compatible controller") || strstr(cls, "3D controller") ||
+                   strstr(cls, "Display controller"))) {
+            char name[96];
+            const char *e = strstr(desc, " (rev");
+            trim_copy(name, sizeof name, desc, e ? e : desc + strlen(desc));
+            c->pci_idx = rec_get(c, "lspci", DR_NS_NONE, -1, busid, name);
+            c->pci_kind = c->pci_idx >= 0 ? 1 : 0;
+            kind(c, DR_K_LSPCI);
+        } else if (strstr(cls, "PCI bridge")) {
+            if (m->nbridges < DR_MAX_BRIDGES) {
+                c->pci_idx = m->nbridges++;
+                dr_bridge *br = &m->bridges[c->pci_idx];
+                memset(br, 0, sizeof(*br));
+                snprintf(br->busid, sizeof br->busid, "%s", busid);
+                br->sec = br->sub = -1;
+                trim_copy(br->name, sizeof br->name, desc, desc + strlen(desc));
+                c->pci_kind = 2;
+            } else {
+                m->truncated_recs++;
+            }
+            kind(c, DR_K_LSPCI);
+        } else {
+            c->pci_kind = 3;
+        }
+        return;
+    }
+    const char *p = skip_ws(line);
+    if (p == line && (!strncmp(p, "VGA compatible controller: NVIDIA", 33) ||
+                      !strncmp(p, "3D controller: NVIDIA", 21))) {
+        /* a block pasted without its address: facts only */
+        c->pci_kind = 1;
+        c->pci_idx = rec_anon(c, "lspci");
+        c->pci_mem = 0;
+        c->pci_bar1_reg = -1;
+        c->pci_in_rebar = 0;
+        if (c->pci_idx < 0)
+            c->pci_kind = 0;
+        kind(c, DR_K_LSPCI);
+        return;
+    }
+    if (p == line && *p)
+        return; /* not part of a block */
+    const char *q;
+    if ((q = strstr(p, "ACSCtl:"))) {
+        int rr = strstr(q, "ReqRedir+") != NULL, cr = strstr(q, "CmpltRedir+") != NULL;
+        if (rr || cr)
+            setn(c, &s->acs_redir_any, 1);
+        if (c->pci_kind == 2) {
+            dr_bridge *br = &m->bridges[c->pci_idx];
+            br->acs_seen = 1;
+            br->req_redir = rr;
+            br->cmplt_redir = cr;
+            br->src_valid = strstr(q, "SrcValid+") != NULL;
+            ev(c, &br->acs_ev);
+        } else if (c->pci_kind == 0 && (rr || cr)) {
+            setn(c, &s->acs_unknown_ctx, 1);
+        }
+        kind(c, DR_K_LSPCIV);
+        return;
+    }
+    if (strstr(p, "Capabilities: <access denied>")) {
+        setn(c, &s->lspci_denied, 1);
+        return;
+    }
+    if (c->pci_kind == 2) {
+        dr_bridge *br = &m->bridges[c->pci_idx];
+        if ((q = strstr(p, "Bus: primary="))) {
+            const char *se = strstr(q, "secondary="), *su = strstr(q, "subordinate=");
+            if (se)
+                br->sec = (int)strtol(se + 10, NULL, 16);
+            if (su)
+                br->sub = (int)strtol(su + 12, NULL, 16);
+        } else if (strstr(p, "Express") && strstr(p, "Root Port")) {
+            br->type = 1;
+        } else if (strstr(p, "Express") && strstr(p, "Downstream Port")) {
+            br->type = 2;
+        } else if (strstr(p, "Express") && strstr(p, "Upstream Port")) {
+            br->type = 3;
+        }
+        return;
+    }
+    if (c->pci_kind != 1)
+        return;
+    dr_grec *g = &m->recs[c->pci_idx];
+    if ((!strncmp(p, "Region ", 7) && strstr(p, "Memory at")) || !strncmp(p, "Memory at ", 10)) {
+        /* lspci -vv "Region 1: Memory at ...", lspci -v "Memory at ..." */
+        int reg = !strncmp(p, "Region ", 7) ? atoi(p + 7) : c->pci_mem;
+        if (++c->pci_mem == 2) {
+            c->pci_bar1_reg = reg;
+            if (strstr(p, "<unassigned>") || strstr(p, "<ignored>") || strstr(p, "[disabled]"))
+                setn(c, &g->bar1_unassigned, 1);
+            const char *sz = strstr(p, "[size=");
+            if (sz) {
+                long long mib = parse_mib(sz + 6);
+                if (mib > 0)
+                    setn(c, &g->bar1_mib, mib);
+            }
+        }
+        kind(c, DR_K_LSPCIV);
+        return;
+    }
+    if (strstr(p, "Capabilities:")) {
+        c->pci_in_rebar = strstr(p, "Resizable BAR") != NULL;
+        kind(c, DR_K_LSPCIV);
+        return;
+    }
+    if (c->pci_in_rebar && !strncmp(p, "BAR ", 4) && (q = strstr(p, "current size:"))) {
+        int bar = atoi(p + 4);
+        if (bar == (c->pci_bar1_reg >= 0 ? c->pci_bar1_reg : 1)) {
+            long long cur = parse_mib(q + 13), max = -1;
+            const char *sup = strstr(q, "supported:");
+            if (sup) {
+                char buf[512], *tok[32];
+                snprintf(buf, sizeof buf, "%s", sup + 10);
+                int nt = tokenize(buf, tok, 32);
+                for (int i = 0; i < nt; i++) {
+                    long long v = parse_mib(tok[i]);
+                    if (v > max)
+                        max = v;
+                }
+            }
+            if (cur > 0)
+                setn(c, &g->rebar_cur_mib, cur);
+            if (max > 0)
+                setn(c, &g->rebar_max_mib, max);
+        }
+        return;
+    }
+    if ((q = strstr(p, "LnkCap:")) && strstr(q, "Speed")) {
+        const char *sp = strstr(q, "Speed "), *w = strstr(q, "Width x");
+        if (sp && gts_to_gen(atof(sp + 6)) > 0)
+            setn(c, &g->gen_dev_max, gts_to_gen(atof(sp + 6)));
+        if (w)
+            setn(c, &g->width_max, atoi(w + 7));
+        return;
+    }
+    if ((q = strstr(p, "LnkSta:")) && strstr(q, "Speed")) {
+        const char *sp = strstr(q, "Speed "), *w = strstr(q, "Width x");
+        if (sp && gts_to_gen(atof(sp + 6)) > 0)
+            setn(c, &g->gen_cur, gts_to_gen(atof(sp + 6)));
+        if (w) {
+            setn(c, &g->width_cur, atoi(w + 7));
+            const char *after = w + 7;
+            while (isdigit((unsigned char)*after))
+                after++;
+            if (!strncmp(skip_ws(after), "(downgraded)", 12))
+                setn(c, &g->width_downgraded, 1);
+        }
+        if (sp && strstr(sp, "(downgraded)") && (!w || strstr(sp, "(downgraded)") < w))
+            setn(c, &g->speed_downgraded, 1);
+        return;
+    }
+    if ((q = strstr(p, "Kernel driver in use:"))) {
+        trim_copy(g->driver_in_use, sizeof g->driver_in_use, q + 21, q + strlen(q));
+        if (!strcmp(g->driver_in_use, "nouveau"))
+            setn(c, &s->nouveau, 1);
+        return;
+    }
+    if ((q = strstr(p, "NUMA node:"))) {
+        setn(c, &g->numa, atoi(q + 10));
+        return;
+    }
+}
+
+/* ------------------------------------------------------------ driver */
+
+dp_ctx *dp_begin(dr_model *m, int fi)
+{
+    dp_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->m = m;
+    c->fi = fi;
+    c->fname = m->files[fi].name;
+    c->q_rec = c->t_rec = c->nv_rec = c->sp_a = c->sp_b = c->sf_rec = c->gl_idx = -1;
+    for (int i = 0; i < MAX_RANKS; i++)
+        c->rank_dev[i] = -1;
+    c->hint_cmdline = strstr(c->fname, "cmdline") != NULL;
+    return c;
+}
+
+void dp_line(dp_ctx *c, const char *line, long lineno)
+{
+    c->ln = lineno;
+    c->line = line;
+    js_line(c, line);
+    if (c->js_on)
+        return;
+    int t = title_of(line);
+    if (t != T_NONE) {
+        c->title = t;
+        c->mx_style = 0;
+        return;
+    }
+    if (p_matrix(c, line))
+        return;
+    p_smiq(c, line);
+    p_smi(c, line);
+    p_csv(c, line);
+    p_nvlink(c, line);
+    p_lspci(c, line);
+    p_dmesg(c, line);
+    p_cmdline(c, line);
+    p_modopts(c, line);
+    p_params(c, line);
+    p_version(c, line);
+    p_gpulist(c, line);
+    p_modinfo(c, line);
+    p_userspace(c, line);
+    p_collect(c, line);
+    p_cuda_samples(c, line);
+    p_nccl(c, line);
+    p_verify_text(c, line);
+}
+
+void dp_end(dp_ctx *c)
+{
+    if (!c)
+        return;
+    js_close(c);
+    mi_close(c);
+    sp_close(c);
+    bw_emit(c);
+    free(c->bw);
+    free(c);
+}
+
+size_t dp_clean_line(char *s, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == 0x1b) { /* ESC [ ... final */
+            if (i + 1 < len && s[i + 1] == '[') {
+                i += 2;
+                while (i < len && !((unsigned char)s[i] >= '@' && (unsigned char)s[i] <= '~'))
+                    i++;
+            }
+            continue;
+        }
+        if (ch == '\t')
+            ch = ' ';
+        else if (ch < 0x20 || ch == 0x7f)
+            ch = ' ';
+        s[o++] = (char)ch;
+    }
+    while (o > 0 && s[o - 1] == ' ')
+        o--;
+    s[o] = '\0';
+    return o;
+}
+
+int dp_parse_text(dr_model *m, const char *name, const char *text)
+{
+    if (m->nfiles >= DR_MAX_FILES)
+        return -1;
+    int fi = m->nfiles++;
+    dr_file *f = &m->files[fi];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->status, sizeof f->status, "read");
+    f->ngpus = -1;
+    dp_ctx *c = dp_begin(m, fi);
+    if (!c)
+        return -1;
+    char *line = malloc(DP_LINE_MAX);
+    if (!line) {
+        dp_end(c);
+        return -1;
+    }
+    const char *p = text;
+    long ln = 0;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        size_t k = l < DP_LINE_MAX - 1 ? l : DP_LINE_MAX - 1;
+        memcpy(line, p, k);
+        dp_clean_line(line, k);
+        f->lines++;
+        dp_line(c, line, ++ln);
+        p += l;
+        if (*p == '\n')
+            p++;
+    }
+    f->bytes = (long long)strlen(text);
+    free(line);
+    dp_end(c);
+    return fi;
+}

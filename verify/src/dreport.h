@@ -1,0 +1,21 @@
+/* dreport.h - p2p-doctor's report: text for people, JSON (schema 1) for
+ * machines (pure C). */
+#ifndef P2PD_DREPORT_H
+#define P2PD_DREPORT_H
+
+#include <stdio.h>
+
+#include "dmodel.h"
+#include "drules.h"
+
+#define DR_SCHEMA 1
+
+void dr_report_text(FILE *f, const dr_model *m, const dr_diag *d, const char *source, int preinstall);
+void dr_report_json(FILE *f, const dr_model *m, const dr_diag *d, const char *source, int preinstall);
+/* One tab-separated line per finding, pair and the verdict, for scripts:
+ *   finding <id> <severity> <certainty> <subject> <summary>
+ *   pair <from> <to> <verdict> <basis> <why>
+ *   verdict <status> <exit code> */
+void dr_report_brief(FILE *f, const dr_model *m, const dr_diag *d);
+
+#endif

@@ -1,0 +1,1885 @@
+/* drules.c - p2p-doctor's rules (pure C).  See drules.h.
+ *
+ * Principles: an observation of the pair itself (CUDA's peer access, a
+ * verification, the bandwidth with P2P on and off) outranks anything
+ * inferred from the configuration; a finding is "certain" only when an
+ * output shows it directly; where the outputs cannot show why a pair has no
+ * P2P, the answer is insufficient-data with what to collect. */
+#define _POSIX_C_SOURCE 200809L
+#include "drules.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dparse.h"
+
+const char *const dr_finding_ids[] = {
+    "iommu-translated", "acs-redirect", "rebar-off", "bar1-unassigned", "bar1-smaller-than-vram",
+    "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
+    "userspace-mismatch", "stock-module-loaded", "p2p-options-missing", "regkeys-wrong-generation",
+    "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
+    "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine", NULL};
+
+const char *dr_verdict_name(int v)
+{
+    switch (v) {
+    case DR_V_BAR1: return "p2p-bar1";
+    case DR_V_NVLINK: return "p2p-nvlink";
+    case DR_V_P2P: return "p2p";
+    case DR_V_HOST: return "host-staged";
+    case DR_V_NONE: return "not-possible";
+    default: return "unknown";
+    }
+}
+
+const char *dr_sev_name(int s)
+{
+    return s == DR_SEV_BLOCKS ? "blocks" : (s == DR_SEV_DEGRADES ? "degrades" : "info");
+}
+
+const char *dr_cert_name(int c)
+{
+    return c == DR_CERT_CERTAIN ? "certain" : (c == DR_CERT_LIKELY ? "likely" : "possible");
+}
+
+/* ------------------------------------------------------------ merging */
+
+static int gpu_by_busid(dr_model *m, const char *b)
+{
+    for (int g = 0; g < m->ngpus; g++)
+        if (m->gpus[g].busid[0] && !strcmp(m->gpus[g].busid, b))
+            return g;
+    return -1;
+}
+
+static int gpu_by_index(dr_model *m, int ns, int idx)
+{
+    for (int g = 0; g < m->ngpus; g++) {
+        if (ns == DR_NS_SMI && m->gpus[g].smi_index == idx)
+            return g;
+        if (ns == DR_NS_CUDA && m->gpus[g].cuda_index == idx)
+            return g;
+    }
+    return -1;
+}
+
+static int gpu_new(dr_model *m)
+{
+    if (m->ngpus >= DR_MAX_GPUS) {
+        m->truncated_recs++;
+        return -1;
+    }
+    int g = m->ngpus++;
+    dr_gpu *x = &m->gpus[g];
+    memset(x, 0, sizeof(*x));
+    x->smi_index = x->cuda_index = -1;
+    dr_num *n[] = {&x->vram_mib, &x->bar1_mib, &x->bar1_used_mib, &x->rebar_cur_mib, &x->rebar_max_mib,
+                   &x->bar1_unassigned, &x->gen_cur, &x->gen_max, &x->gen_host_max, &x->gen_dev_max,
+                   &x->width_cur, &x->width_max, &x->width_downgraded, &x->speed_downgraded, &x->display,
+                   &x->boot_vga, &x->nvlinks, &x->numa, &x->virt_passthrough};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        n[i]->v = -1;
+    return g;
+}
+
+static int is_generic_name(const char *name)
+{
+    /* lspci without pci.ids: "NVIDIA Corporation Device 2684" */
+    return !name[0] || strstr(name, "Device ") != NULL;
+}
+
+/* Same model, or a name unknown. */
+static int same_model(const char *a, const char *b)
+{
+    if (is_generic_name(a) || is_generic_name(b))
+        return 1;
+    char ka[96], kb[96];
+    dp_model_key(a, ka, sizeof ka);
+    dp_model_key(b, kb, sizeof kb);
+    size_t la = strlen(ka), lb = strlen(kb);
+    int ta = la > 3 && !strcmp(ka + la - 3, "..."), tb = lb > 3 && !strcmp(kb + lb - 3, "...");
+    if (ta)
+        la -= 3;
+    if (tb)
+        lb -= 3;
+    if (ta || tb) {
+        size_t l = la < lb ? la : lb;
+        return strncmp(ka, kb, l) == 0;
+    }
+    return strcmp(ka, kb) == 0;
+}
+
+static void gpu_take(dr_model *m, int g, const dr_grec *r)
+{
+    dr_gpu *x = &m->gpus[g];
+    x->nrecs++;
+    if (r->busid[0] && !x->busid[0])
+        snprintf(x->busid, sizeof x->busid, "%s", r->busid);
+    if (r->index >= 0 && r->ns == DR_NS_SMI && x->smi_index < 0)
+        x->smi_index = r->index;
+    if (r->index >= 0 && r->ns == DR_NS_CUDA && x->cuda_index < 0)
+        x->cuda_index = r->index;
+    if (r->name[0] && !is_generic_name(r->name)) {
+        /* names from nvidia-smi and CUDA before lspci's chip names */
+        int lspci = !strcmp(r->src, "lspci");
+        if (!x->name[0] || (is_generic_name(x->name)) || (strchr(x->name, '[') && !lspci)) {
+            snprintf(x->name, sizeof x->name, "%s", r->name);
+        } else {
+            char k1[96], k2[96];
+            dp_model_key(x->name, k1, sizeof k1);
+            dp_model_key(r->name, k2, sizeof k2);
+            size_t l1 = strlen(k1), l2 = strlen(k2);
+            int trunc = (l1 > 3 && !strcmp(k1 + l1 - 3, "...")) || (l2 > 3 && !strcmp(k2 + l2 - 3, "..."));
+            if (strcmp(k1, k2) != 0 && !trunc)
+                x->name_conflict = 1;
+        }
+    }
+#define TAKE(f)                                                                                                \
+    do {                                                                                                       \
+        if (x->f.v < 0 && r->f.v >= 0)                                                                         \
+            x->f = r->f;                                                                                       \
+    } while (0)
+    TAKE(vram_mib);
+    TAKE(bar1_mib);
+    TAKE(bar1_used_mib);
+    TAKE(rebar_cur_mib);
+    TAKE(rebar_max_mib);
+    TAKE(bar1_unassigned);
+    TAKE(gen_cur);
+    TAKE(gen_max);
+    TAKE(gen_host_max);
+    TAKE(gen_dev_max);
+    TAKE(width_cur);
+    TAKE(width_max);
+    TAKE(width_downgraded);
+    TAKE(speed_downgraded);
+    TAKE(boot_vga);
+    TAKE(nvlinks);
+    TAKE(numa);
+    TAKE(virt_passthrough);
+#undef TAKE
+    if (r->display.v == 1 || (x->display.v < 0 && r->display.v >= 0))
+        x->display = r->display;
+}
+
+static int cmp_busid(const void *a, const void *b)
+{
+    const dr_gpu *x = *(dr_gpu *const *)a, *y = *(dr_gpu *const *)b;
+    return strcmp(x->busid, y->busid);
+}
+
+/* nvidia-smi numbers GPUs in PCI order: with every GPU's address known and
+ * as many nvidia-smi indices as GPUs, the indices follow from the order. */
+static void smi_order(dr_model *m, int max_smi)
+{
+    if (m->ngpus == 0 || max_smi + 1 != m->ngpus)
+        return;
+    dr_gpu *v[DR_MAX_GPUS];
+    for (int g = 0; g < m->ngpus; g++) {
+        if (!m->gpus[g].busid[0])
+            return;
+        if (m->gpus[g].smi_index >= 0)
+            return; /* some already have their index: no guessing */
+        v[g] = &m->gpus[g];
+    }
+    qsort(v, (size_t)m->ngpus, sizeof v[0], cmp_busid);
+    for (int i = 0; i < m->ngpus; i++)
+        v[i]->smi_index = i;
+}
+
+void dr_unify(dr_model *m)
+{
+    m->ngpus = 0;
+    int max_smi = -1;
+    /* 1: records with a PCI address */
+    for (int r = 0; r < m->nrecs; r++) {
+        dr_grec *x = &m->recs[r];
+        m->rec_gpu[r] = -1;
+        if (x->anon || !x->busid[0])
+            continue;
+        int g = gpu_by_busid(m, x->busid);
+        if (g < 0 && x->index >= 0)
+            g = gpu_by_index(m, x->ns, x->index);
+        if (g >= 0 && m->gpus[g].busid[0] && strcmp(m->gpus[g].busid, x->busid) != 0)
+            g = -1; /* same index, other address: other numbering */
+        if (g < 0)
+            g = gpu_new(m);
+        if (g < 0)
+            continue;
+        m->rec_gpu[r] = g;
+        gpu_take(m, g, x);
+    }
+    for (int r = 0; r < m->nrecs; r++)
+        if (!m->recs[r].anon && !m->recs[r].busid[0] && m->recs[r].ns == DR_NS_SMI &&
+            m->recs[r].index > max_smi)
+            max_smi = m->recs[r].index;
+    smi_order(m, max_smi);
+    /* 2: records with an index only: same namespace first */
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < m->nrecs; r++) {
+            dr_grec *x = &m->recs[r];
+            if (x->anon || x->busid[0] || x->index < 0 || m->rec_gpu[r] >= 0)
+                continue;
+            int g = gpu_by_index(m, x->ns, x->index);
+            if (g < 0 && pass == 1) {
+                /* the other numbering, assumed equal (CUDA_DEVICE_ORDER) */
+                int other = x->ns == DR_NS_SMI ? DR_NS_CUDA : DR_NS_SMI;
+                g = gpu_by_index(m, other, x->index);
+                /* only onto a GPU whose address is unknown (else its nvidia-smi
+                 * index follows from the PCI order, or cannot be told) and of
+                 * the same model */
+                if (g >= 0 && ((x->ns == DR_NS_SMI && m->gpus[g].smi_index >= 0) ||
+                               (x->ns == DR_NS_CUDA && m->gpus[g].cuda_index >= 0) || m->gpus[g].busid[0] ||
+                               !same_model(m->gpus[g].name, x->name)))
+                    g = -1;
+                if (g >= 0)
+                    m->gpus[g].assumed_index = 1;
+                if (g < 0)
+                    g = gpu_new(m);
+            }
+            if (g < 0)
+                continue;
+            m->rec_gpu[r] = g;
+            gpu_take(m, g, x);
+        }
+}
+
+/* GPU of an index in a namespace; the other numbering is tried (assumed). */
+static int map_index(dr_model *m, int ns, int idx)
+{
+    int g = gpu_by_index(m, ns, idx);
+    if (g < 0)
+        g = gpu_by_index(m, ns == DR_NS_SMI ? DR_NS_CUDA : DR_NS_SMI, idx);
+    return g;
+}
+
+void dr_gpu_label(const dr_model *m, int g, char *out, size_t outlen)
+{
+    if (g < 0 || g >= m->ngpus) {
+        snprintf(out, outlen, "a GPU");
+        return;
+    }
+    const dr_gpu *x = &m->gpus[g];
+    int smi_any = 0;
+    for (int i = 0; i < m->ngpus; i++)
+        if (m->gpus[i].smi_index >= 0)
+            smi_any = 1;
+    if (x->smi_index >= 0)
+        snprintf(out, outlen, "GPU%d", x->smi_index);
+    else if (x->cuda_index >= 0)
+        snprintf(out, outlen, smi_any ? "cuda%d" : "GPU%d", x->cuda_index);
+    else if (x->busid[0])
+        snprintf(out, outlen, "GPU %s", x->busid);
+    else
+        snprintf(out, outlen, "GPU?%d", g);
+}
+
+/* ------------------------------------------------------------ findings */
+
+static dr_finding *finding(dr_diag *d, const char *id, int scope, int a, int b, int sev, int cert)
+{
+    for (int i = 0; i < d->nf; i++) {
+        dr_finding *f = &d->f[i];
+        if (!strcmp(f->id, id) && f->scope == scope && f->a == a && f->b == b) {
+            if (cert > f->certainty)
+                f->certainty = cert;
+            if (sev > f->severity)
+                f->severity = sev;
+            return f;
+        }
+    }
+    if (d->nf >= DR_MAX_FINDINGS)
+        return NULL;
+    dr_finding *f = &d->f[d->nf++];
+    memset(f, 0, sizeof(*f));
+    f->id = id;
+    f->scope = scope;
+    f->a = a;
+    f->b = b;
+    f->severity = sev;
+    f->certainty = cert;
+    return f;
+}
+
+static void f_ev(dr_finding *f, const dr_ev *e)
+{
+    if (!f || !e || e->line == 0)
+        return;
+    for (int i = 0; i < f->nev; i++)
+        if (f->ev[i].line == e->line && !strcmp(f->ev[i].file, e->file))
+            return;
+    if (f->nev < DR_FIND_EV)
+        f->ev[f->nev++] = *e;
+}
+
+static void f_text(char *dst, size_t cap, const char *fmt, ...)
+{
+    if (dst[0])
+        return; /* the first wording stays */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, cap, fmt, ap);
+    va_end(ap);
+}
+
+#define SUMMARY(f, ...) f_text((f)->summary, sizeof (f)->summary, __VA_ARGS__)
+#define FIX(f, ...) f_text((f)->fix, sizeof (f)->fix, __VA_ARGS__)
+
+static int has_finding(const dr_diag *d, const char *id)
+{
+    for (int i = 0; i < d->nf; i++)
+        if (!strcmp(d->f[i].id, id))
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ pair observations */
+
+typedef struct {
+    int access;      /* -1 unknown, 0 no, 1 yes */
+    int access_src;  /* 4 CUDA/verify, 3 p2pcap, 2 nccl, 1 bandwidth */
+    dr_ev access_ev;
+    char topo[12];
+    dr_ev topo_ev;
+    char p2pcap[8];
+    dr_ev p2pcap_ev;
+    int corrupt;     /* -1 unknown, 0 intact, 1 corrupt */
+    dr_ev corrupt_ev;
+    double bw_on, bw_off; /* best of uni/bi, GB/s; -1 */
+    int bw_kind;
+    dr_ev bw_ev;
+} pobs_sum;
+
+typedef struct {
+    dr_model *m;
+    dr_diag *d;
+    const dr_opts *o;
+    pobs_sum *ps; /* [DR_MAX_GPUS][DR_MAX_GPUS] */
+    int corrupt_unpaired;
+    dr_ev corrupt_unpaired_ev;
+    int new_keys; /* the module (or tag) numbers RMForceP2PType the 575 way: 1, 0 older, -1 unknown */
+} ctx;
+
+#define PS(c, a, b) (&(c)->ps[(size_t)(a) * DR_MAX_GPUS + (size_t)(b)])
+
+static void set_access(pobs_sum *s, int v, int src, const dr_ev *e)
+{
+    if (src < s->access_src)
+        return;
+    if (src == s->access_src && s->access == 0 && v == 1)
+        return; /* a "no" of the same kind of output stays */
+    s->access = v;
+    s->access_src = src;
+    s->access_ev = *e;
+}
+
+static void summarize_pobs(ctx *c)
+{
+    dr_model *m = c->m;
+    for (int a = 0; a < DR_MAX_GPUS; a++)
+        for (int b = 0; b < DR_MAX_GPUS; b++) {
+            pobs_sum *s = PS(c, a, b);
+            memset(s, 0, sizeof(*s));
+            s->access = s->corrupt = -1;
+            s->bw_on = s->bw_off = -1;
+        }
+    for (int i = 0; i < m->npobs; i++) {
+        dr_pobs *o = &m->pobs[i];
+        if (o->ns == DR_NS_NONE) {
+            if (o->kind == DR_OBS_CORRUPT && o->val == 1 && m->sys.selftest.v != 1) {
+                c->corrupt_unpaired = 1;
+                c->corrupt_unpaired_ev = o->ev;
+            }
+            continue;
+        }
+        int a = map_index(m, o->ns, o->a), b = map_index(m, o->ns, o->b);
+        if (a < 0 || b < 0 || a == b)
+            continue;
+        pobs_sum *s = PS(c, a, b);
+        switch (o->kind) {
+        case DR_OBS_ACCESS:
+            set_access(s, o->val, 4, &o->ev);
+            break;
+        case DR_OBS_P2PCAP:
+            if (!s->p2pcap[0] || strcmp(o->text, "OK") != 0) {
+                snprintf(s->p2pcap, sizeof s->p2pcap, "%s", o->text);
+                s->p2pcap_ev = o->ev;
+            }
+            if (!strcmp(o->text, "OK"))
+                set_access(s, 1, 3, &o->ev);
+            else if (strcmp(o->text, "U") != 0)
+                set_access(s, 0, 3, &o->ev);
+            break;
+        case DR_OBS_TOPO:
+            snprintf(s->topo, sizeof s->topo, "%s", o->text);
+            s->topo_ev = o->ev;
+            break;
+        case DR_OBS_NCCL:
+            if (!strcmp(o->text, "P2P"))
+                set_access(s, 1, 2, &o->ev);
+            break;
+        case DR_OBS_BW:
+            if (o->val == DR_BW_LAT) {
+                if (o->x > 0 && o->y > 0 && s->access_src <= 1) {
+                    if (o->x < 0.6 * o->y)
+                        set_access(s, 1, 1, &o->ev);
+                }
+            } else {
+                if (o->x > s->bw_on) {
+                    s->bw_on = o->x;
+                    s->bw_off = o->y;
+                    s->bw_kind = o->val;
+                    s->bw_ev = o->ev;
+                }
+                if (o->x > 0 && o->y > 0) {
+                    if (o->x > 1.3 * o->y)
+                        set_access(s, 1, 1, &o->ev);
+                    else if (o->x < 1.1 * o->y && s->access_src < 1)
+                        set_access(s, 0, 1, &o->ev);
+                }
+            }
+            break;
+        case DR_OBS_CORRUPT:
+            if (m->sys.selftest.v == 1)
+                break; /* p2p-verify --self-test: corruption was injected */
+            if (o->val == 1 || s->corrupt < 0) {
+                if (s->corrupt != 1) {
+                    s->corrupt = o->val;
+                    s->corrupt_ev = o->ev;
+                }
+            }
+            break;
+        }
+    }
+}
+
+/* Every pair of GPU g observed with P2P and intact data (and at least one). */
+static int pair_observed_ok(ctx *c, int a, int b);
+
+static int gpu_observed_ok(ctx *c, int g)
+{
+    int n = 0;
+    for (int h = 0; h < c->m->ngpus; h++) {
+        if (h == g)
+            continue;
+        pobs_sum *s1 = PS(c, g, h), *s2 = PS(c, h, g);
+        if (s1->access == 0 || s2->access == 0 || s1->corrupt == 1 || s2->corrupt == 1)
+            return 0;
+        if (pair_observed_ok(c, g, h))
+            n++;
+    }
+    return n > 0;
+}
+
+/* A failure in use (CUDA error in a P2P test) of this pair: 1, or -1 when
+ * the failing pair is not named. */
+static int pair_error(ctx *c, int a, int b)
+{
+    dr_sys *s = &c->m->sys;
+    if (s->p2p_error.v != 1)
+        return 0;
+    if (s->p2p_error_a < 0)
+        return -1;
+    int x = map_index(c->m, DR_NS_CUDA, s->p2p_error_a), y = map_index(c->m, DR_NS_CUDA, s->p2p_error_b);
+    return (x == a && y == b) || (x == b && y == a);
+}
+
+/* P2P much slower than copies staged through the host: a symptom. */
+static int pair_slow(ctx *c, int a, int b)
+{
+    pobs_sum *s1 = PS(c, a, b), *s2 = PS(c, b, a);
+    return (s1->bw_on > 0 && s1->bw_off > 0 && s1->bw_on < 0.5 * s1->bw_off) ||
+           (s2->bw_on > 0 && s2->bw_off > 0 && s2->bw_on < 0.5 * s2->bw_off);
+}
+
+/* Seen working: CUDA, NCCL or a bandwidth test moved data peer to peer (the
+ * driver's own claim, topo -p2p OK, is not enough), nothing failed, and it
+ * was not much slower than host staging. */
+static int pair_observed_ok(ctx *c, int a, int b)
+{
+    pobs_sum *s1 = PS(c, a, b), *s2 = PS(c, b, a);
+    int seen = (s1->access == 1 && s1->access_src != 3) || (s2->access == 1 && s2->access_src != 3);
+    return seen && s1->access != 0 && s2->access != 0 && s1->corrupt != 1 && s2->corrupt != 1 &&
+           pair_error(c, a, b) == 0 && !pair_slow(c, a, b);
+}
+
+/* Every observed pair works and none fails (and some pair was observed). */
+static int all_observed_ok(ctx *c)
+{
+    int n = 0;
+    if (c->corrupt_unpaired || c->m->sys.nccl_wrong.v == 1 || c->m->sys.p2p_error.v == 1)
+        return 0;
+    for (int a = 0; a < c->m->ngpus; a++)
+        for (int b = 0; b < c->m->ngpus; b++) {
+            if (a == b)
+                continue;
+            pobs_sum *s = PS(c, a, b);
+            if (s->access == 0 || s->corrupt == 1)
+                return 0;
+            if (pair_observed_ok(c, a, b))
+                n++;
+        }
+    return n > 0;
+}
+
+static int any_observed_fail(ctx *c)
+{
+    if (c->corrupt_unpaired || c->m->sys.nccl_wrong.v == 1 || c->m->sys.p2p_unavailable.v == 1 ||
+        c->m->sys.simplep2p_failed.v == 1 || c->m->sys.p2p_error.v == 1)
+        return 1;
+    for (int a = 0; a < c->m->ngpus; a++)
+        for (int b = 0; b < c->m->ngpus; b++)
+            if (a != b && (PS(c, a, b)->access == 0 || PS(c, a, b)->corrupt == 1))
+                return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ module and keys */
+
+static void module_facts(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    dr_diag *d = c->d;
+    const char *v = NULL, *src = NULL;
+    if (s->module_version[0]) {
+        v = s->module_version;
+        src = "/proc/driver/nvidia/version";
+    } else if (s->loaded_version[0]) {
+        v = s->loaded_version;
+        src = "kernel log";
+    } else if (s->smi_driver_version[0]) {
+        v = s->smi_driver_version;
+        src = "nvidia-smi";
+    } else if (s->api_module[0]) {
+        v = s->api_module;
+        src = "kernel log (API mismatch)";
+    }
+    if (v) {
+        snprintf(d->module_version, sizeof d->module_version, "%s", v);
+        d->module_version_src = src;
+    }
+    const char *gen = c->o->preinstall && c->o->tag[0] ? c->o->tag : v;
+    c->new_keys = gen ? (dp_vercmp(gen, "575") >= 0 ? 1 : 0) : -1;
+    d->ours = -1;
+    if (s->p2p_state_seen.v == 1) {
+        if (!s->p2p_installed[0])
+            d->ours = 0;
+        else if (s->loaded_srcversion[0] && s->p2p_srcversion[0])
+            d->ours = strcmp(s->loaded_srcversion, s->p2p_srcversion) == 0;
+        else if (v)
+            d->ours = dp_vercmp(v, s->p2p_installed) == 0;
+    }
+}
+
+static long long key_val(const dr_regkeys *k, const char *name)
+{
+    for (int i = 0; i < k->n; i++)
+        if (!strcmp(k->key[i], name))
+            return k->val[i];
+    return -1;
+}
+
+/* The keys that select BAR1 P2P, for the generation. */
+static int keys_complete(const dr_regkeys *k, int new_keys, char *why, size_t whylen)
+{
+    long long force = key_val(k, "ForceP2P"), type = key_val(k, "RMForceP2PType");
+    long long pcie = key_val(k, "RMPcieP2PType"), sb = key_val(k, "RMForceStaticBar1");
+    why[0] = '\0';
+    if (force < 0)
+        snprintf(why, whylen, "ForceP2P is not set");
+    else if (type < 0)
+        snprintf(why, whylen, "RMForceP2PType is not set");
+    else if (new_keys == 1 && pcie < 0)
+        snprintf(why, whylen, "RMPcieP2PType is not set (575 and later need it for BAR1 P2P)");
+    else if (new_keys == 1 && sb < 0)
+        snprintf(why, whylen, "RMForceStaticBar1 is not set (its default is off from 575)");
+    return why[0] == '\0';
+}
+
+static void rule_keys(ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    dr_diag *d = c->d;
+    const dr_regkeys *sets[2] = {&s->applied, &s->configured};
+    const char *where[2] = {"in effect (/proc/driver/nvidia/params)", "configured (modprobe options)"};
+    char ver[64];
+    if (c->o->preinstall && c->o->tag[0])
+        snprintf(ver, sizeof ver, "driver %s (to be installed)", c->o->tag);
+    else
+        snprintf(ver, sizeof ver, "driver %s", d->module_version[0] ? d->module_version : "?");
+    for (int i = 0; i < 2; i++) {
+        const dr_regkeys *k = sets[i];
+        if (!k->present)
+            continue;
+        long long type = key_val(k, "RMForceP2PType"), pcie = key_val(k, "RMPcieP2PType");
+        const char *bad = NULL;
+        char buf[200];
+        if (c->new_keys == 1 && type == 2)
+            bad = "RMForceP2PType=2 meant BAR1 P2P before 575; from 575 on it selects NVLink, so PCIe peers "
+                  "get no BAR1 P2P";
+        else if (c->new_keys == 1 && type >= 3)
+            bad = "RMForceP2PType=3 selects C2C from 575 on";
+        else if (c->new_keys == 0 && type == 1)
+            bad = "RMForceP2PType=1 selects the mailbox protocol before 575 (GeForce cards have none); "
+                  "BAR1 P2P is 2 in this generation";
+        else if (c->new_keys == 0 && pcie >= 0)
+            bad = "RMPcieP2PType exists only from 575 on; this driver ignores it";
+        else if (c->new_keys < 0 && pcie >= 0 && type == 2) {
+            snprintf(buf, sizeof buf,
+                     "RMPcieP2PType (575 and later) is set together with RMForceP2PType=2 (BAR1 only before 575, "
+                     "NVLink from 575)");
+            bad = buf;
+        }
+        if (!bad)
+            continue;
+        dr_finding *f = finding(d, "regkeys-wrong-generation", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS,
+                                c->new_keys >= 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+        if (!f)
+            return;
+        SUMMARY(f, "registry keys %s are of another driver generation for %s: %s", where[i], ver, bad);
+        FIX(f, "use the keys of the driver's own generation: before 575 \"ForceP2P=0x11;RMForceP2PType=2\"; from "
+               "575 on \"ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=1;RMForceStaticBar1=2\" (build.sh writes "
+               "the family's own /etc/modprobe.d/nvidia-p2p.conf); then update-initramfs -u and reboot");
+        f_ev(f, &k->ev);
+    }
+}
+
+static void rule_options(ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    dr_diag *d = c->d;
+    if (c->o->preinstall || has_finding(d, "regkeys-wrong-generation"))
+        return;
+    char why[160];
+    /* configured but not in effect */
+    if (s->configured.present && s->applied.present && keys_complete(&s->configured, c->new_keys, why, sizeof why) &&
+        !keys_complete(&s->applied, c->new_keys, why, sizeof why)) {
+        dr_finding *f = finding(d, "p2p-options-missing", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "the P2P registry keys are configured but not in effect in the loaded module (%s): the "
+                       "module was loaded before the options were written, or from an initramfs without them",
+                    why);
+            FIX(f, "sudo update-initramfs -u (dracut -f on Fedora), then reboot; "
+                   "/proc/driver/nvidia/params must then show them under RegistryDwords");
+            f_ev(f, &s->configured.ev);
+            f_ev(f, &s->applied.ev);
+        }
+        return;
+    }
+    if (d->ours != 1)
+        return; /* the forks set P2P in code: keys are ours only */
+    const dr_regkeys *k = s->applied.present ? &s->applied : (s->configured.present ? &s->configured : NULL);
+    if (k && keys_complete(k, c->new_keys, why, sizeof why))
+        return;
+    if (!k && !(s->p2p_state_seen.v == 1))
+        return;
+    dr_finding *f = finding(d, "p2p-options-missing", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS,
+                            s->applied.present ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+    if (!f)
+        return;
+    SUMMARY(f, "the nvidia-p2p modules are loaded without the registry keys that select BAR1 P2P (%s); without "
+               "them they behave like the stock driver",
+            k ? why : "no NVreg_RegistryDwords found");
+    FIX(f, "restore /etc/modprobe.d/nvidia-p2p.conf (sudo build.sh install <tag> writes it), sudo update-initramfs "
+           "-u, reboot");
+    if (k)
+        f_ev(f, &k->ev);
+    f_ev(f, &s->p2p_installed_ev);
+}
+
+static void rule_module(ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    dr_diag *d = c->d;
+    dr_finding *f;
+    if (s->module_rejected.v == 1) {
+        f = finding(d, "secure-boot-unsigned", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "the kernel refused to load an unsigned (or wrongly signed) module: Secure Boot (kernel "
+                       "lockdown) requires signatures by an enrolled key");
+            f_ev(f, &s->module_rejected.ev);
+            f_ev(f, &s->secure_boot.ev);
+        }
+    } else if (s->secure_boot.v == 1 && s->modinfo_signed.v == 0) {
+        f = finding(d, "secure-boot-unsigned", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_LIKELY);
+        if (f) {
+            SUMMARY(f, "Secure Boot is enabled and the nvidia module is not signed: it will not load");
+            f_ev(f, &s->secure_boot.ev);
+            f_ev(f, &s->modinfo_signed.ev);
+        }
+    }
+    if ((f = NULL, has_finding(d, "secure-boot-unsigned"))) {
+        f = finding(d, "secure-boot-unsigned", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_POSSIBLE);
+        FIX(f, "sign the modules with an enrolled key: sudo build.sh install <tag> signs them (DKMS's key, or "
+               "--sign-key/--sign-cert), then sudo mokutil --import /var/lib/dkms/mok.pub, reboot and enroll "
+               "it in MOK Manager; or turn Secure Boot off");
+    }
+    if (s->driver_not_loaded.v == 1 && !c->o->preinstall) {
+        f = finding(d, "driver-not-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "nvidia-smi cannot talk to the NVIDIA kernel module: it is not loaded (or failed to load)");
+            FIX(f, "sudo modprobe nvidia and read its error (dmesg | grep -i nvrm); build.sh doctor names the cause "
+                   "when the kernel log shows it");
+            f_ev(f, &s->driver_not_loaded.ev);
+        }
+    }
+    if (s->init_failed.v == 1 || s->fell_off_bus.v == 1) {
+        f = finding(d, "gpu-init-failed", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "a GPU failed in the driver (%s): it cannot take part in P2P",
+                    s->fell_off_bus.v == 1 ? "it fell off the bus (Xid 79)" : "RmInitAdapter failed");
+            FIX(f, "read the NVRM lines around it in dmesg; check power and seating, risers, and that BAR1 got "
+                   "address space (bar1-unassigned)");
+            f_ev(f, &s->init_failed.ev);
+            f_ev(f, &s->fell_off_bus.ev);
+        }
+    }
+    if (s->nouveau.v == 1) {
+        f = finding(d, "nouveau-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "nouveau drives an NVIDIA GPU: the nvidia module cannot bind it");
+            FIX(f, "blacklist nouveau (echo 'blacklist nouveau' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf), "
+                   "sudo update-initramfs -u, reboot");
+            f_ev(f, &s->nouveau.ev);
+        }
+    }
+    /* userspace */
+    if (s->api_mismatch.v == 1 || s->nvml_mismatch.v == 1) {
+        f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            if (s->api_client[0])
+                SUMMARY(f, "the userspace driver (%s) and the kernel module (%s) are different versions",
+                        s->api_client, s->api_module);
+            else
+                SUMMARY(f, "the userspace driver (NVML%s%s) and the kernel module%s%s are different versions",
+                        s->nuserspace ? " " : "", s->nuserspace ? s->userspace_versions[0] : "",
+                        d->module_version[0] ? " " : "", d->module_version);
+            f_ev(f, &s->api_mismatch.ev);
+            f_ev(f, &s->nvml_mismatch.ev);
+            f_ev(f, &s->userspace_ev);
+        }
+    } else if (d->module_version[0] && s->nuserspace > 0 && !c->o->preinstall) {
+        for (int i = 0; i < s->nuserspace; i++) {
+            char *u = s->userspace_versions[i];
+            /* NVML prints "570.124": a prefix of the module's version matches */
+            size_t ul = strlen(u);
+            if (!strncmp(u, d->module_version, ul) &&
+                (d->module_version[ul] == '\0' || d->module_version[ul] == '.'))
+                continue;
+            f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+            if (f) {
+                SUMMARY(f, "userspace driver libraries %s beside kernel module %s", u, d->module_version);
+                f_ev(f, &s->userspace_ev);
+                f_ev(f, &s->module_version_ev);
+            }
+            break;
+        }
+    } else if (s->cuda_driver_mismatch.v == 1) {
+        f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_LIKELY);
+        if (f) {
+            SUMMARY(f, "CUDA reports an unsupported display driver / CUDA driver combination");
+            f_ev(f, &s->cuda_driver_mismatch.ev);
+        }
+    }
+    if (has_finding(d, "userspace-mismatch")) {
+        f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_POSSIBLE);
+        FIX(f, "install the userspace driver of exactly the kernel module's version (NVIDIA's .run of %s with "
+               "--no-kernel-modules; build.sh install does both), or build the modules of the userspace's version",
+            s->api_module[0] ? s->api_module : (d->module_version[0] ? d->module_version : "that version"));
+    }
+    /* the loaded module */
+    if (c->o->preinstall)
+        return;
+    const char *why = NULL;
+    dr_ev *e1 = NULL, *e2 = NULL;
+    if (s->module_open.v == 0) {
+        why = "the loaded nvidia module is NVIDIA's proprietary one; the P2P patches exist for the open modules "
+              "only";
+        e1 = &s->module_open.ev;
+    } else if (s->modinfo_proprietary.v == 1) {
+        why = "modinfo shows the proprietary nvidia module (license NVIDIA); the P2P patches exist for the open "
+              "modules only";
+        e1 = &s->modinfo_proprietary.ev;
+    } else if (d->ours == 0 && s->p2p_installed[0]) {
+        why = "the loaded nvidia module is not the one nvidia-p2p installed";
+        e1 = &s->p2p_installed_ev;
+        e2 = &s->module_version_ev;
+    }
+    if (why) {
+        f = finding(d, "stock-module-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "%s", why);
+            FIX(f, "remove the other driver's kernel modules (its package, DKMS module or .run), then sudo "
+                   "build.sh install <tag>, sudo update-initramfs -u and reboot; lsmod and "
+                   "/proc/driver/nvidia/version then show the open module of that tag");
+            f_ev(f, e1);
+            f_ev(f, e2);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ IOMMU */
+
+static int busid_is_gpu(dr_model *m, const char *b, int *g)
+{
+    for (int i = 0; i < m->ngpus; i++)
+        if (m->gpus[i].busid[0] && !strcmp(m->gpus[i].busid, b)) {
+            if (g)
+                *g = i;
+            return 1;
+        }
+    /* same bus and device, another function (the GPU's audio): not the GPU */
+    return 0;
+}
+
+static int gpu_addresses_known(dr_model *m)
+{
+    if (m->ngpus == 0)
+        return 0;
+    for (int g = 0; g < m->ngpus; g++)
+        if (!m->gpus[g].busid[0])
+            return 0;
+    return 1;
+}
+
+static void rule_iommu(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    dr_diag *d = c->d;
+    int gpu_fault = 0, other_fault = 0, unknown_fault = 0;
+    dr_ev *fe = NULL;
+    for (int i = 0; i < s->nfault_dev; i++) {
+        if (busid_is_gpu(m, s->fault_dev[i], NULL)) {
+            gpu_fault = 1;
+            fe = &s->fault_dev_ev[i];
+        } else if (gpu_addresses_known(m)) {
+            other_fault = 1;
+        } else {
+            unknown_fault = 1;
+            if (!fe)
+                fe = &s->fault_dev_ev[i];
+        }
+    }
+    if (s->iommu_fault.v > 0 && s->nfault_dev == 0) {
+        unknown_fault = 1;
+        fe = &s->iommu_fault.ev;
+    }
+    /* the mode */
+    int translated = -1;
+    dr_ev *me = NULL;
+    for (int i = 0; i < s->ngroup_type; i++)
+        if (busid_is_gpu(m, s->group_type[i].busid, NULL) || !gpu_addresses_known(m)) {
+            translated = (int)s->group_type[i].type;
+            me = &s->group_type[i].ev;
+            if (translated)
+                break;
+        }
+    if (translated < 0) {
+        if (s->iommu_off.v == 1 || s->cmd_iommu_pt.v == 1 || s->iommu_translated.v == 0) {
+            translated = 0;
+        } else if (s->iommu_translated.v == 1) {
+            translated = 1;
+            me = &s->iommu_translated.ev;
+        } else if (s->cmd_iommu_on.v == 1) {
+            translated = 1;
+            me = &s->cmd_iommu_on.ev;
+        }
+    }
+    int faults = gpu_fault || unknown_fault;
+    if (!faults && translated != 1) {
+        if (other_fault)
+            dr_note(m, "IOMMU faults in the kernel log name other devices than the GPUs: not counted against P2P");
+        return;
+    }
+    if (!faults && all_observed_ok(c)) {
+        dr_note(m, "the IOMMU translates DMA, and every observed GPU pair has working P2P anyway");
+        return;
+    }
+    int cert = gpu_fault ? DR_CERT_CERTAIN
+                         : ((unknown_fault || (translated == 1 && any_observed_fail(c))) ? DR_CERT_LIKELY
+                                                                                         : DR_CERT_POSSIBLE);
+    if (translated == 1 && !faults && (me == &s->cmd_iommu_on.ev || me == &s->iommu_translated.ev) &&
+        !any_observed_fail(c))
+        cert = DR_CERT_POSSIBLE;
+    dr_finding *f = finding(d, "iommu-translated", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, cert);
+    if (!f)
+        return;
+    if (faults)
+        SUMMARY(f, "the IOMMU translates DMA and faulted on %s: peer writes into a GPU's BAR1 are blocked or land "
+                   "in the wrong place (zeroed or NaN data, hangs)",
+                gpu_fault ? "a GPU's accesses" : "device accesses");
+    else
+        SUMMARY(f, "the IOMMU translates DMA (not passthrough): BAR1 peer traffic then goes through the IOMMU, "
+                   "which the P2P forks do not support (this series uses the peer's DMA address, untested there)");
+    FIX(f, "boot with iommu=pt (add it to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, sudo update-grub, "
+           "reboot), or turn the IOMMU (VT-d / AMD-Vi) off in the firmware");
+    f_ev(f, fe);
+    f_ev(f, me);
+    f_ev(f, &s->iommu_fault.ev);
+}
+
+/* ------------------------------------------------------------ PCIe: ACS, links, topology */
+
+static int bus_of(const char *busid, int *dom)
+{
+    unsigned d, b;
+    if (sscanf(busid, "%x:%x", &d, &b) != 2)
+        return -1;
+    if (dom)
+        *dom = (int)d;
+    return (int)b;
+}
+
+static int bridge_above(const dr_bridge *br, const char *busid)
+{
+    int dg, db;
+    int bus = bus_of(busid, &dg);
+    if (bus < 0 || br->sec < 0 || br->sub < 0 || bus_of(br->busid, &db) < 0 || db != dg)
+        return 0;
+    return bus >= br->sec && bus <= br->sub;
+}
+
+static void rule_acs(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    int ranges = 0;
+    for (int i = 0; i < m->nbridges; i++)
+        if (m->bridges[i].sec >= 0)
+            ranges++;
+    int computable = ranges > 0 && gpu_addresses_known(m);
+    int found = 0;
+    if (computable) {
+        for (int a = 0; a < m->ngpus; a++)
+            for (int b = a + 1; b < m->ngpus; b++) {
+                if (pair_observed_ok(c, a, b))
+                    continue;
+                for (int i = 0; i < m->nbridges; i++) {
+                    dr_bridge *br = &m->bridges[i];
+                    int ua = bridge_above(br, m->gpus[a].busid), ub = bridge_above(br, m->gpus[b].busid);
+                    if (ua == ub || br->type == 1 || !(br->req_redir || br->cmplt_redir))
+                        continue; /* not between them, a root port, or no redirect */
+                    dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS, DR_CERT_LIKELY);
+                    if (!f)
+                        return;
+                    SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s%s%s on: peer requests are sent "
+                               "up to the root complex instead of across the switch",
+                            br->busid, br->req_redir ? "ReqRedir" : "", br->req_redir && br->cmplt_redir ? "/" : "",
+                            br->cmplt_redir ? "CmpltRedir" : "");
+                    FIX(f, "disable ACS on the switch ports (a firmware option on some boards; otherwise as root "
+                           "after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each port named here); with "
+                           "an IOMMU on, use iommu=pt");
+                    f_ev(f, &br->acs_ev);
+                    found = 1;
+                }
+            }
+    }
+    if (found)
+        return;
+    int switch_redir = m->sys.acs_unknown_ctx.v == 1;
+    for (int i = 0; i < m->nbridges; i++)
+        if (m->bridges[i].type != 1 && (m->bridges[i].req_redir || m->bridges[i].cmplt_redir))
+            switch_redir = 1;
+    if (!computable && switch_redir && !all_observed_ok(c)) {
+        dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_POSSIBLE);
+        if (!f)
+            return;
+        SUMMARY(f, "a PCIe bridge has ACS redirection on; whether it lies between the GPUs cannot be told without "
+                   "the whole sudo lspci -vvv (bus ranges) and the GPUs' addresses");
+        FIX(f, "collect sudo lspci -vvv (build.sh doctor --collect) to see which ports are between the GPUs; "
+               "disable ACS on those");
+        for (int i = 0; i < m->nbridges; i++)
+            if (m->bridges[i].req_redir || m->bridges[i].cmplt_redir)
+                f_ev(f, &m->bridges[i].acs_ev);
+        f_ev(f, &m->sys.acs_unknown_ctx.ev);
+    }
+}
+
+/* PCIe generation the GPU itself supports, by its name (0 unknown). */
+static int native_gen(const char *name)
+{
+    char k[96];
+    dp_model_key(name, k, sizeof k);
+    const char *p = strstr(k, "rtx ");
+    if (p) {
+        int num = atoi(p + 4);
+        if (num >= 5000 && num < 6000)
+            return 5;
+        if (num >= 3000 && num < 5000)
+            return 4;
+    }
+    if (strstr(k, "a6000") || strstr(k, "a5000") || strstr(k, "a100") || strstr(k, "ada"))
+        return 4;
+    if (strstr(k, "h100") || strstr(k, "h200") || strstr(k, "blackwell") || strstr(k, "b200"))
+        return 5;
+    return 0;
+}
+
+static void rule_links(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    char lab[48];
+    for (int g = 0; g < m->ngpus; g++) {
+        dr_gpu *x = &m->gpus[g];
+        dr_gpu_label(m, g, lab, sizeof lab);
+        dr_finding *f = NULL;
+        if ((x->width_cur.v > 0 && x->width_max.v > 0 && x->width_cur.v < x->width_max.v) ||
+            x->width_downgraded.v == 1) {
+            f = finding(d, "link-degraded", DR_SCOPE_GPU, g, -1, DR_SEV_DEGRADES, DR_CERT_CERTAIN);
+            if (f) {
+                SUMMARY(f, "%s's PCIe link runs at x%lld of x%lld lanes: P2P bandwidth is cut in proportion", lab,
+                        x->width_cur.v, x->width_max.v > 0 ? x->width_max.v : 16);
+                f_ev(f, &x->width_cur.ev);
+                f_ev(f, &x->width_downgraded.ev);
+            }
+        } else if (x->gen_host_max.v > 0 && x->gen_dev_max.v > 0 && x->gen_host_max.v < x->gen_dev_max.v) {
+            f = finding(d, "link-degraded", DR_SCOPE_GPU, g, -1, DR_SEV_DEGRADES, DR_CERT_LIKELY);
+            if (f) {
+                SUMMARY(f, "%s's slot allows PCIe gen%lld, the GPU gen%lld: P2P bandwidth is limited by the slot", lab,
+                        x->gen_host_max.v, x->gen_dev_max.v);
+                f_ev(f, &x->gen_host_max.ev);
+            }
+        } else {
+            int ng = native_gen(x->name);
+            long long mx = x->gen_max.v;
+            if (ng > 0 && mx > 0 && mx < ng) {
+                f = finding(d, "link-degraded", DR_SCOPE_GPU, g, -1, DR_SEV_DEGRADES, DR_CERT_LIKELY);
+                if (f) {
+                    SUMMARY(f, "%s's link can train to PCIe gen%lld at most; the GPU supports gen%d (slot, riser or "
+                               "firmware setting)",
+                            lab, mx, ng);
+                    f_ev(f, &x->gen_max.ev);
+                }
+            }
+        }
+        if (f)
+            FIX(f, "use a slot wired x16 at the GPU's generation (the board manual's lane map), without risers or "
+                   "bifurcation; check the firmware's PCIe speed setting (not forced to a lower gen)");
+    }
+}
+
+static void rule_topology(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = a + 1; b < m->ngpus; b++) {
+            pobs_sum *s = PS(c, a, b), *r = PS(c, b, a);
+            const char *topo = s->topo[0] ? s->topo : r->topo;
+            const dr_ev *te = s->topo[0] ? &s->topo_ev : &r->topo_ev;
+            /* chipset: CNS in topo -p2p */
+            for (int k = 0; k < 2; k++) {
+                pobs_sum *q = k ? r : s;
+                if (!strcmp(q->p2pcap, "CNS")) {
+                    dr_finding *f = finding(d, "chipset-not-supported", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                            DR_CERT_CERTAIN);
+                    if (f) {
+                        SUMMARY(f, "nvidia-smi topo -p2p reports CNS (chipset not supported): the driver's chipset "
+                                   "allow-list refuses P2P here");
+                        FIX(f, "ForceP2P=0x11 in NVreg_RegistryDwords overrides the chipset check (build.sh install "
+                               "writes it); if it is in effect and CNS stays, the loaded module is not the patched one");
+                        f_ev(f, &q->p2pcap_ev);
+                    }
+                }
+            }
+            if (pair_observed_ok(c, a, b))
+                continue;
+            int sys = !strcmp(topo, "SYS") || !strcmp(topo, "QPI");
+            int tns = !strcmp(s->p2pcap, "TNS") || !strcmp(r->p2pcap, "TNS");
+            int numa = m->gpus[a].numa.v >= 0 && m->gpus[b].numa.v >= 0 && m->gpus[a].numa.v != m->gpus[b].numa.v;
+            if (sys || tns || (numa && !topo[0])) {
+                dr_finding *f = finding(d, "cross-root-complex", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                        sys && s->access == 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+                if (!f)
+                    continue;
+                SUMMARY(f, "the path between the two GPUs crosses the CPU interconnect (%s): PCIe P2P is not "
+                           "supported across CPU sockets / root complexes on most platforms",
+                        sys ? "topo SYS" : (tns ? "topo -p2p TNS" : "different NUMA nodes"));
+                FIX(f, "put the GPUs that exchange data under the same CPU socket (or the same PCIe switch); use P2P "
+                       "within each group");
+                if (sys)
+                    f_ev(f, te);
+                if (tns)
+                    f_ev(f, !strcmp(s->p2pcap, "TNS") ? &s->p2pcap_ev : &r->p2pcap_ev);
+                if (numa) {
+                    f_ev(f, &m->gpus[a].numa.ev);
+                    f_ev(f, &m->gpus[b].numa.ev);
+                }
+            }
+        }
+}
+
+static int pair_nvlink(ctx *c, int a, int b)
+{
+    pobs_sum *s = PS(c, a, b), *r = PS(c, b, a);
+    const char *t = s->topo[0] ? s->topo : r->topo;
+    if (t[0])
+        return t[0] == 'N' && t[1] == 'V';
+    /* no topo: nvlink -s on a two-GPU machine */
+    if (c->m->ngpus == 2 && c->m->gpus[a].nvlinks.v > 0 && c->m->gpus[b].nvlinks.v > 0)
+        return 1;
+    return 0;
+}
+
+/* Options that force PCIe (BAR1) P2P for every pair: 1, none: 0, unknown -1. */
+static int forced_pcie(ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    const dr_regkeys *k = s->applied.present ? &s->applied : (s->configured.present ? &s->configured : NULL);
+    if (!k)
+        return -1;
+    long long t = key_val(k, "RMForceP2PType");
+    if (t < 0)
+        return 0;
+    if (c->new_keys == 1)
+        return t == 1;
+    if (c->new_keys == 0)
+        return t == 2;
+    return -1;
+}
+
+static void rule_nvlink(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    int forced = forced_pcie(c);
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = a + 1; b < m->ngpus; b++) {
+            if (!pair_nvlink(c, a, b))
+                continue;
+            pobs_sum *s = PS(c, a, b);
+            double on = s->bw_on;
+            int slow = on > 0 && ((s->bw_kind == DR_BW_UNI && on < 35) || (s->bw_kind == DR_BW_BI && on < 70));
+            int fast = on > 0 && !slow;
+            if (fast && forced != 1)
+                continue;
+            int cert = forced == 1 || slow ? (forced == 1 ? DR_CERT_CERTAIN : DR_CERT_LIKELY) : DR_CERT_POSSIBLE;
+            dr_finding *f = finding(d, "nvlink-bridged", DR_SCOPE_PAIR, a, b, DR_SEV_DEGRADES, cert);
+            if (!f)
+                continue;
+            if (forced == 1)
+                SUMMARY(f, "this pair has an NVLink bridge, but RMForceP2PType forces PCIe (BAR1) P2P for every "
+                           "pair: NVLink (about 56 GB/s per direction on RTX 3090) goes unused");
+            else if (slow)
+                SUMMARY(f, "this pair has an NVLink bridge, but its P2P bandwidth (%.1f GB/s) is PCIe's: the driver "
+                           "does not use NVLink for it",
+                        on);
+            else
+                SUMMARY(f, "this pair has an NVLink bridge; BAR1 P2P options (and the P2P forks) force PCIe for every "
+                           "pair, which leaves NVLink unused");
+            FIX(f, "for NVLink on this pair drop RMForceP2PType from NVreg_RegistryDwords (the driver then picks "
+                   "NVLink where a bridge exists; pairs without a bridge then lose BAR1 P2P), or move the bridge to "
+                   "the pair that needs the bandwidth");
+            f_ev(f, s->topo[0] ? &s->topo_ev : &PS(c, b, a)->topo_ev);
+            f_ev(f, &m->gpus[a].nvlinks.ev);
+            if (slow)
+                f_ev(f, &s->bw_ev);
+            if (forced == 1)
+                f_ev(f, m->sys.applied.present ? &m->sys.applied.ev : &m->sys.configured.ev);
+        }
+}
+
+/* ------------------------------------------------------------ BAR1, display, models */
+
+/* The BAR1 checks of one GPU: a merged one (g >= 0), or a record without
+ * identity (an excerpt of nvidia-smi -q), reported machine-wide. */
+typedef struct {
+    int g;
+    char label[96];
+    const char *busid;
+    const dr_num *unassigned, *bar1, *vram, *rmax;
+} bar1_view;
+
+static void bar1_one(ctx *c, const bar1_view *x)
+{
+    dr_sys *s = &c->m->sys;
+    dr_diag *d = c->d;
+    int scope = x->g >= 0 ? DR_SCOPE_GPU : DR_SCOPE_MACHINE;
+    const char *lab = x->label;
+    dr_finding *f;
+    int unassigned = x->unassigned->v == 1;
+    const dr_ev *ue = &x->unassigned->ev;
+    for (int i = 0; i < s->nbar1_invalid; i++)
+        if (x->busid[0] && !strcmp(s->bar1_invalid[i].busid, x->busid)) {
+            unassigned = 1;
+            ue = &s->bar1_invalid[i].ev;
+        }
+    for (int i = 0; i < s->nnospace; i++)
+        if (x->busid[0] && !strcmp(s->nospace[i].busid, x->busid) && s->nospace[i].bar == 1) {
+            unassigned = 1;
+            ue = &s->nospace[i].ev;
+        }
+    if (unassigned) {
+        f = finding(d, "bar1-unassigned", scope, x->g, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "%s's BAR1 got no address space: the firmware (or the kernel) found no MMIO window large "
+                       "enough for it",
+                    lab);
+            f_ev(f, ue);
+        }
+        return;
+    }
+    long long bar1 = x->bar1->v, vram = x->vram->v, rmax = x->rmax->v;
+    if (bar1 <= 0 || (vram > 0 && bar1 >= vram))
+        return;
+    if (bar1 <= 256 || (rmax > bar1 && (vram <= 0 || bar1 < vram))) {
+        f = finding(d, "rebar-off", scope, x->g, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (!f)
+            return;
+        if (rmax > 0 && rmax <= 256)
+            SUMMARY(f, "%s's BAR1 is %lld MiB and its VBIOS offers no larger size: the card's firmware lacks "
+                       "Resizable BAR",
+                    lab, bar1);
+        else
+            SUMMARY(f, "%s's BAR1 is %lld MiB%s: Resizable BAR is not in effect, so BAR1 cannot map VRAM", lab, bar1,
+                    vram > 0 ? " (less than its VRAM)" : "");
+        FIX(f, "%s", rmax > 0 && rmax <= 256
+                         ? "update the GPU's VBIOS to one with Resizable BAR (the board maker's tool), then enable "
+                           "Resizable BAR and Above 4G decoding in the firmware"
+                         : "enable Above 4G decoding and Resizable BAR in the firmware (CSM off); "
+                           "NVreg_EnableResizableBar=1 lets the driver resize BAR1 where the firmware allows it");
+        f_ev(f, &x->bar1->ev);
+        f_ev(f, &x->rmax->ev);
+        f_ev(f, &s->rebar_failed.ev);
+        f_ev(f, &s->rebar_option_applied.ev);
+    } else if (vram > 0) {
+        f = finding(d, "bar1-smaller-than-vram", scope, x->g, -1, DR_SEV_BLOCKS,
+                    rmax > 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+        if (!f)
+            return;
+        SUMMARY(f, "%s's BAR1 (%lld MiB) is smaller than its VRAM (%lld MiB)%s: the static BAR1 mapping BAR1 P2P "
+                   "needs is impossible for it",
+                lab, bar1, vram, rmax > 0 ? " and already at the largest size it offers" : "");
+        FIX(f, "none for this GPU (its BAR1 cannot grow): leave it out of P2P (CUDA_VISIBLE_DEVICES) and pair GPUs "
+               "whose BAR1 covers VRAM");
+        f_ev(f, &x->bar1->ev);
+        f_ev(f, &x->vram->ev);
+        f_ev(f, &x->rmax->ev);
+    }
+}
+
+static void rule_bar1(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    dr_diag *d = c->d;
+    dr_finding *f;
+    for (int g = 0; g < m->ngpus; g++) {
+        dr_gpu *x = &m->gpus[g];
+        bar1_view v = {g, "", x->busid, &x->bar1_unassigned, &x->bar1_mib, &x->vram_mib, &x->rebar_max_mib};
+        dr_gpu_label(m, g, v.label, sizeof v.label);
+        bar1_one(c, &v);
+    }
+    for (int r = 0; r < m->nrecs; r++) {
+        dr_grec *x = &m->recs[r];
+        if (!x->anon)
+            continue;
+        bar1_view v = {-1, "", "", &x->bar1_unassigned, &x->bar1_mib, &x->vram_mib, &x->rebar_max_mib};
+        snprintf(v.label, sizeof v.label, "a GPU of %s (not identified)", x->file);
+        bar1_one(c, &v);
+    }
+    /* machine-level BAR facts no GPU could be tied to */
+    int tied = has_finding(d, "bar1-unassigned");
+    if (!tied && (s->nnospace > 0 || s->nbar1_invalid > 0 ||
+                  (s->rebar_failed.v == 1 && strstr(s->rebar_failed.ev.text, "No address space")))) {
+        int gpu_dev = 0;
+        dr_ev *e = s->nbar1_invalid ? &s->bar1_invalid[0].ev : (s->nnospace ? &s->nospace[0].ev : &s->rebar_failed.ev);
+        for (int i = 0; i < s->nnospace; i++) {
+            int g;
+            if (busid_is_gpu(m, s->nospace[i].busid, &g))
+                gpu_dev = 1;
+        }
+        if (s->nbar1_invalid > 0 || s->rebar_failed.v == 1 || gpu_dev || !gpu_addresses_known(m)) {
+            f = finding(d, "bar1-unassigned", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS,
+                        s->nbar1_invalid > 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+            if (f) {
+                SUMMARY(f, "a GPU's BAR1 got no (or too little) address space: the kernel log shows the assignment "
+                           "failing");
+                f_ev(f, e);
+                for (int i = 0; i < s->nnospace; i++)
+                    f_ev(f, &s->nospace[i].ev);
+            }
+        }
+    }
+    if (has_finding(d, "bar1-unassigned")) {
+        for (int i = 0; i < d->nf; i++)
+            if (!strcmp(d->f[i].id, "bar1-unassigned"))
+                FIX(&d->f[i], "enable Above 4G decoding (and Resizable BAR) in the firmware; if it is on, the "
+                               "firmware's 64-bit MMIO window is too small (raise its MMIO high size), or boot with "
+                               "pci=realloc; a GPU in a slot wired to the chipset may get only a small window: use a "
+                               "CPU slot");
+    }
+    /* static BAR1 */
+    if (s->static_bar1_error.v == 1) {
+        f = finding(d, "static-bar1-missing", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "the driver could not map VRAM statically into BAR1; BAR1 P2P needs that mapping");
+            FIX(f, "check that BAR1 covers VRAM (rebar-off, bar1-smaller-than-vram) and that no display uses the GPU "
+                   "(display-attached); the kernel log line names the GPU");
+            f_ev(f, &s->static_bar1_error.ev);
+        }
+    }
+}
+
+static void rule_display(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    char lab[48];
+    for (int i = 0; i < m->sys.nconsole; i++) {
+        int g;
+        if (busid_is_gpu(m, m->sys.console[i].busid, &g) && m->gpus[g].boot_vga.v < 0) {
+            m->gpus[g].boot_vga.v = 1;
+            m->gpus[g].boot_vga.ev = m->sys.console[i].ev;
+        }
+    }
+    for (int g = 0; g < m->ngpus; g++) {
+        dr_gpu *x = &m->gpus[g];
+        if (x->display.v != 1 && !(x->display.v < 0 && x->boot_vga.v == 1 && m->ngpus > 1))
+            continue;
+        if (gpu_observed_ok(c, g))
+            continue;
+        dr_gpu_label(m, g, lab, sizeof lab);
+        int fails = 0;
+        for (int h = 0; h < m->ngpus; h++)
+            if (h != g && (PS(c, g, h)->access == 0 || PS(c, h, g)->access == 0 || PS(c, g, h)->corrupt == 1))
+                fails = 1;
+        int cert = fails || has_finding(d, "static-bar1-missing") ? DR_CERT_LIKELY : DR_CERT_POSSIBLE;
+        dr_finding *f = finding(d, "display-attached", DR_SCOPE_GPU, g, -1, DR_SEV_BLOCKS, cert);
+        if (!f)
+            continue;
+        SUMMARY(f, "%s %s: BAR1 must then also hold the console's reservation, and from 570 on the static BAR1 "
+                   "mapping BAR1 P2P needs may be refused for it (wrong data or no P2P with this GPU)",
+                lab, x->display.v == 1 ? "drives a display" : "is the boot (console) GPU");
+        FIX(f, "connect the displays to another GPU or the onboard graphics and leave this GPU headless (no X/Wayland "
+               "session on it), then reload the driver or reboot");
+        f_ev(f, x->display.v == 1 ? &x->display.ev : &x->boot_vga.ev);
+    }
+}
+
+static void rule_models(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = a + 1; b < m->ngpus; b++) {
+            const char *na = m->gpus[a].name, *nb = m->gpus[b].name;
+            if (same_model(na, nb))
+                continue;
+            if (pair_observed_ok(c, a, b))
+                continue;
+            pobs_sum *s = PS(c, a, b);
+            int observed_no = s->access == 0 && s->access_src >= 4;
+            dr_finding *f = finding(d, "mixed-gpu-models", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                    observed_no ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+            if (!f)
+                continue;
+            SUMMARY(f, "%s and %s are different models: CUDA enables peer access only between GPUs of one model "
+                       "(and the BAR1 of many smaller cards cannot cover their VRAM)",
+                    na, nb);
+            FIX(f, "use P2P within each group of identical GPUs (CUDA_VISIBLE_DEVICES per job); pairs of different "
+                   "models copy through host memory");
+            if (observed_no)
+                f_ev(f, &s->access_ev);
+        }
+}
+
+static void rule_vm(ctx *c)
+{
+    dr_model *m = c->m;
+    int pt = 0;
+    dr_ev *e = &m->sys.vm_guest.ev;
+    for (int g = 0; g < m->ngpus; g++)
+        if (m->gpus[g].virt_passthrough.v == 1) {
+            pt = 1;
+            e = &m->gpus[g].virt_passthrough.ev;
+        }
+    if ((m->sys.vm_guest.v != 1 && !pt) || m->ngpus == 0)
+        return;
+    if (all_observed_ok(c))
+        return;
+    dr_finding *f = finding(c->d, "virtual-machine", DR_SCOPE_MACHINE, -1, -1, DR_SEV_INFO, DR_CERT_LIKELY);
+    if (!f)
+        return;
+    SUMMARY(f, "this is a virtual machine with passed-through GPUs: P2P between them also depends on the host (its "
+               "IOMMU, ACS, and the guest's PCIe topology)");
+    FIX(f, "on the host: iommu=pt, the GPUs under one switch or root port, ACS off where allowed; in the guest a "
+           "PCIe topology that places the GPUs under one root port (q35 with pcie-root-port)");
+    f_ev(f, e);
+}
+
+static void rule_corruption(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    dr_diag *d = c->d;
+    if (s->selftest.v == 1) {
+        dr_note(m, "p2p-verify --self-test injected corruption on purpose: its CORRUPTION lines are not counted");
+        return;
+    }
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = 0; b < m->ngpus; b++) {
+            if (a == b)
+                continue;
+            pobs_sum *p = PS(c, a, b);
+            if (p->corrupt != 1)
+                continue;
+            int lo = a < b ? a : b, hi = a < b ? b : a;
+            dr_finding *f = finding(d, "p2p-data-corruption", DR_SCOPE_PAIR, lo, hi, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+            if (f) {
+                SUMMARY(f, "peer copies between these GPUs delivered wrong data");
+                f_ev(f, &p->corrupt_ev);
+            }
+        }
+    dr_finding *f = NULL;
+    if (c->corrupt_unpaired) {
+        f = finding(d, "p2p-data-corruption", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "a P2P test found wrong data (the GPU pair is not named in the output)");
+            f_ev(f, &c->corrupt_unpaired_ev);
+        }
+    }
+    if (s->nccl_wrong.v == 1) {
+        f = finding(d, "p2p-data-corruption", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "NCCL's collective results were wrong (nccl-tests #wrong or out-of-bounds values)");
+            f_ev(f, &s->nccl_wrong.ev);
+        }
+    }
+    if (s->verify_status.v == 21) {
+        f = finding(d, "p2p-data-corruption", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "p2p-verify found corrupted peer copies (verdict CORRUPTION)");
+            f_ev(f, &s->verify_ev);
+        }
+    }
+    for (int i = 0; i < d->nf; i++)
+        if (!strcmp(d->f[i].id, "p2p-data-corruption"))
+            FIX(&d->f[i], "do not use P2P here until the cause is fixed (NCCL_P2P_DISABLE=1 meanwhile); the usual "
+                           "causes are an IOMMU translating peer writes (iommu=pt), a display on the GPU, and ACS "
+                           "redirection; rerun build.sh verify after each change");
+}
+
+/* ------------------------------------------------------------ verdicts */
+
+static int finding_applies(const dr_finding *f, int a, int b)
+{
+    if (f->severity != DR_SEV_BLOCKS || !strcmp(f->id, "insufficient-data") || f->certainty < DR_CERT_LIKELY)
+        return 0;
+    if (f->scope == DR_SCOPE_MACHINE)
+        return 1;
+    if (f->scope == DR_SCOPE_GPU)
+        return f->a == a || f->a == b;
+    return (f->a == a && f->b == b) || (f->a == b && f->b == a);
+}
+
+/* Findings that explain no P2P (corruption is a symptom, not a cause). */
+static int is_cause(const dr_finding *f)
+{
+    return strcmp(f->id, "p2p-data-corruption") != 0 && strcmp(f->id, "insufficient-data") != 0;
+}
+
+static void pair_causes(ctx *c, dr_pairv *v)
+{
+    dr_diag *d = c->d;
+    for (int i = 0; i < d->nf && v->ncauses < 8; i++) {
+        if (!finding_applies(&d->f[i], v->a, v->b) || !is_cause(&d->f[i]))
+            continue;
+        int dup = 0;
+        for (int k = 0; k < v->ncauses; k++)
+            if (!strcmp(v->causes[k], d->f[i].id))
+                dup = 1;
+        if (!dup)
+            v->causes[v->ncauses++] = d->f[i].id;
+    }
+}
+
+static void verdicts(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    int n = m->ngpus;
+    d->npairs = 0;
+    if (n < 2)
+        return;
+    d->pairs = calloc((size_t)n * (size_t)(n - 1), sizeof(dr_pairv));
+    if (!d->pairs)
+        return;
+    int forced = forced_pcie(c);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            if (a == b)
+                continue;
+            dr_pairv *v = &d->pairs[d->npairs++];
+            v->a = a;
+            v->b = b;
+            pobs_sum *s = PS(c, a, b);
+            int nv = pair_nvlink(c, a, b);
+            int topo_known = s->topo[0] || PS(c, b, a)->topo[0];
+            pair_causes(c, v);
+            int err = pair_error(c, a, b);
+            if (s->corrupt == 1) {
+                v->verdict = DR_V_NONE;
+                v->basis = DR_BASIS_OBSERVED;
+                v->ev = s->corrupt_ev;
+                snprintf(v->why, sizeof v->why, "peer copies delivered wrong data: P2P must not be used");
+            } else if (err == 1 || (err == -1 && n == 2)) {
+                v->verdict = DR_V_NONE;
+                v->basis = DR_BASIS_OBSERVED;
+                v->ev = m->sys.p2p_error.ev;
+                snprintf(v->why, sizeof v->why, "P2P is offered but fails in use (a CUDA error in a P2P test)");
+            } else if (s->access == 1 && s->access_src == 3 && v->ncauses > 0) {
+                v->verdict = DR_V_HOST;
+                v->basis = DR_BASIS_INFERRED;
+                v->ev = s->access_ev;
+                snprintf(v->why, sizeof v->why,
+                         "nvidia-smi topo -p2p reports OK (the driver's view), but the findings stop P2P for CUDA");
+            } else if (s->access == 1) {
+                v->basis = DR_BASIS_OBSERVED;
+                v->ev = s->access_ev;
+                if (nv && forced != 1 && !(s->bw_on > 0 && s->bw_on < 35 && s->bw_kind == DR_BW_UNI))
+                    v->verdict = DR_V_NVLINK;
+                else if (topo_known || forced == 1 || (m->gpus[a].nvlinks.v == 0 && m->gpus[b].nvlinks.v >= 0))
+                    v->verdict = DR_V_BAR1;
+                else
+                    v->verdict = DR_V_P2P;
+                snprintf(v->why, sizeof v->why, "%s%s",
+                         s->access_src == 4   ? "peer access reported by CUDA"
+                         : s->access_src == 3 ? "nvidia-smi topo -p2p reports OK (the driver's view, not a test)"
+                         : s->access_src == 2 ? "NCCL uses P2P between them"
+                                              : "P2P bandwidth/latency beats host staging",
+                         s->corrupt == 0 ? "; data checked intact" : "; data integrity not checked");
+                if (!pair_slow(c, a, b))
+                    v->ncauses = 0; /* it works: the findings are not its causes */
+                else {
+                    size_t l = strlen(v->why);
+                    snprintf(v->why + l, sizeof v->why - l, "; but P2P (%.1f GB/s) is slower than host staging (%.1f)",
+                             s->bw_on, s->bw_off);
+                    v->ev = s->bw_ev;
+                }
+            } else if (s->access == 0) {
+                v->verdict = DR_V_HOST;
+                v->basis = DR_BASIS_OBSERVED;
+                v->ev = s->access_ev;
+                snprintf(v->why, sizeof v->why, "%s", s->access_src == 4   ? "CUDA reports no peer access"
+                                                      : s->access_src == 3 ? "nvidia-smi topo -p2p reports no P2P"
+                                                                           : "P2P=Enabled is no faster than host staging");
+            } else if (v->ncauses > 0) {
+                v->verdict = DR_V_HOST;
+                v->basis = DR_BASIS_INFERRED;
+                snprintf(v->why, sizeof v->why, "expected from the findings (no test of this pair was read)");
+            } else {
+                v->verdict = DR_V_UNKNOWN;
+                v->basis = DR_BASIS_NONE;
+                snprintf(v->why, sizeof v->why, "no output shows whether this pair has P2P");
+            }
+        }
+}
+
+/* ------------------------------------------------------------ what is missing */
+
+static unsigned kinds_read(dr_model *m)
+{
+    unsigned k = 0;
+    for (int i = 0; i < m->nfiles; i++)
+        k |= m->files[i].kinds;
+    return k;
+}
+
+static void missing(dr_diag *d, const char *what)
+{
+    if (d->nmissing < DR_MAX_MISSING)
+        snprintf(d->missing[d->nmissing++], sizeof d->missing[0], "%s", what);
+}
+
+static void list_missing(ctx *c)
+{
+    unsigned k = kinds_read(c->m);
+    dr_diag *d = c->d;
+    if (!(k & (DR_K_SMIQ | DR_K_SYSFS | DR_K_LSPCIV)))
+        missing(d, "nvidia-smi -q (BAR1 and VRAM size, display, PCIe link of each GPU)");
+    if (!(k & DR_K_DMESG))
+        missing(d, "the kernel log: sudo dmesg (IOMMU faults, NVRM errors, BAR assignment)");
+    if (!(k & (DR_K_CMDLINE | DR_K_IOMMU)))
+        missing(d, "cat /proc/cmdline (iommu=pt, intel_iommu, amd_iommu)");
+    if (!(k & DR_K_LSPCIV))
+        missing(d, "sudo lspci -vvv (ACS on the bridges between the GPUs, Resizable BAR sizes)");
+    if (!(k & DR_K_TOPO))
+        missing(d, "nvidia-smi topo -m (NVLink, and how the GPUs are connected)");
+    if (!(k & DR_K_P2PCAP))
+        missing(d, "nvidia-smi topo -p2p r (what the driver allows per pair)");
+    if (!(k & (DR_K_VERSION | DR_K_MODINFO)))
+        missing(d, "cat /proc/driver/nvidia/version and modinfo nvidia (which module is loaded)");
+    if (!(k & DR_K_PARAMS))
+        missing(d, "cat /proc/driver/nvidia/params (the registry keys in effect)");
+    if (!(k & (DR_K_SIMPLEP2P | DR_K_VERIFY | DR_K_P2PBW)))
+        missing(d, "build.sh verify (or simpleP2P): whether peer access works and data arrives intact");
+    if (!(k & DR_K_SECBOOT))
+        missing(d, "mokutil --sb-state (Secure Boot)");
+}
+
+static int is_geforce(const char *name)
+{
+    char k[96];
+    dp_model_key(name, k, sizeof k);
+    return strstr(name, "GeForce") != NULL || (!strncmp(k, "rtx ", 4) && atoi(k + 4) >= 2000 && atoi(k + 4) < 10000);
+}
+
+/* Identical GeForce cards that CUDA gives no peer access, with no cause in
+ * the outputs: the stock driver gives GeForce no PCIe P2P at all, so the
+ * likeliest reason is a module without it.  Only "possible": the outputs
+ * that would tell (the module's version string, its options) are missing. */
+static void rule_stock_guess(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    if (c->o->preinstall || d->ours == 1 || m->sys.module_open.v == 1 || has_finding(d, "stock-module-loaded"))
+        return;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = 0; b < m->ngpus; b++) {
+            pobs_sum *s = PS(c, a, b);
+            if (a == b || s->access != 0 || s->access_src < 4 || !is_geforce(m->gpus[a].name) ||
+                !same_model(m->gpus[a].name, m->gpus[b].name) || is_generic_name(m->gpus[a].name) ||
+                pair_nvlink(c, a, b))
+                continue;
+            for (int i = 0; i < d->nf; i++)
+                if (finding_applies(&d->f[i], a, b) && is_cause(&d->f[i]))
+                    return;
+            dr_finding *f = finding(d, "stock-module-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS,
+                                    DR_CERT_POSSIBLE);
+            if (!f)
+                return;
+            SUMMARY(f, "identical GeForce GPUs get no peer access and the outputs show no other cause: NVIDIA's stock "
+                       "module gives GeForce cards no PCIe P2P, so the loaded module is probably one without the P2P "
+                       "patches (or nvidia-p2p's without its options); /proc/driver/nvidia/version and "
+                       "/proc/driver/nvidia/params tell");
+            FIX(f, "make sure the patched module is the one loaded: sudo build.sh install <tag> (it removes or "
+                   "overrides the other modules), reboot, and check cat /proc/driver/nvidia/version");
+            f_ev(f, &s->access_ev);
+            if (m->sys.smi_driver_version[0])
+                f_ev(f, &m->sys.smi_driver_version_ev);
+            return;
+        }
+}
+
+static void rule_insufficient(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    int unexplained = 0, unverified = 0;
+    for (int i = 0; i < d->npairs; i++) {
+        dr_pairv *v = &d->pairs[i];
+        if (v->verdict == DR_V_UNKNOWN || ((v->verdict == DR_V_HOST || v->verdict == DR_V_NONE) && v->ncauses == 0))
+            unexplained = 1;
+        if ((v->verdict == DR_V_BAR1 || v->verdict == DR_V_NVLINK || v->verdict == DR_V_P2P) &&
+            v->basis == DR_BASIS_OBSERVED && PS(c, v->a, v->b)->corrupt != 0)
+            unverified = 1;
+        if (pair_slow(c, v->a, v->b) && v->ncauses == 0)
+            unexplained = 1;
+    }
+    if (m->sys.p2p_error.v == 1)
+        unexplained = 1;
+    int corrupt = has_finding(d, "p2p-data-corruption");
+    int cause = 0;
+    for (int i = 0; i < d->nf; i++)
+        if (is_cause(&d->f[i]) && d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY)
+            cause = 1;
+    if (corrupt && !cause)
+        unexplained = 1;
+    if (m->ngpus < 2 && !cause && (m->sys.p2p_unavailable.v == 1 || m->sys.simplep2p_failed.v == 1 ||
+                                   c->corrupt_unpaired || m->sys.nccl_wrong.v == 1 || m->sys.illegal_access.v == 1))
+        unexplained = 1;
+    if (m->ngpus == 0 && !cause && m->sys.sysfs_gpus.v != 0)
+        unexplained = 1; /* (sysfs read and no GPU in it: nothing is missing) */
+    int cause_found = 0;
+    for (int i = 0; i < d->nf; i++)
+        if (is_cause(&d->f[i]) && d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY)
+            cause_found = 1;
+    if (unexplained && cause_found && m->sys.p2p_error.v == 1) {
+        /* the failing pair is explained if a cause applies to every pair */
+        unexplained = 0;
+        for (int i = 0; i < d->npairs; i++)
+            if (d->pairs[i].ncauses == 0 && d->pairs[i].verdict != DR_V_BAR1 && d->pairs[i].verdict != DR_V_NVLINK &&
+                d->pairs[i].verdict != DR_V_P2P)
+                unexplained = 1;
+    }
+    if (unverified && !unexplained) {
+        /* P2P seen, data never checked: it may still be the silent kind */
+        missing(d, "build.sh verify (or simpleP2P): every byte of peer copies checked; peer access and bandwidth "
+                   "alone do not show that data arrives intact");
+    }
+    if (!unexplained && !unverified)
+        return;
+    if (unexplained)
+        list_missing(c);
+    dr_finding *f = finding(d, "insufficient-data", DR_SCOPE_MACHINE, -1, -1, DR_SEV_INFO, DR_CERT_CERTAIN);
+    if (!f)
+        return;
+    SUMMARY(f, "%s", !unexplained ? "P2P is in use, but no output shows that its data arrives intact"
+                     : d->nmissing ? "the outputs read do not show why P2P fails (or whether it works); what would "
+                                   "show it is listed under 'Collect'"
+                                 : "every usual output was read and none shows the cause: a case for the maintainers "
+                                   "(send the bundle of build.sh doctor --collect)");
+    FIX(f, "run build.sh doctor --collect DIR on the machine (as root for lspci and dmesg) and diagnose DIR with "
+           "build.sh doctor --from DIR");
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static int full_list_src(const char *src)
+{
+    return !strcmp(src, "smi") || !strcmp(src, "smi-q") || !strcmp(src, "topo") || !strcmp(src, "p2pbw") ||
+           !strcmp(src, "verify") || !strcmp(src, "sysfs") || !strcmp(src, "lspci");
+}
+
+static void check_counts(ctx *c)
+{
+    dr_model *m = c->m;
+    /* per file and output: how many GPUs it lists */
+    struct {
+        char file[64], src[12];
+        int n;
+    } grp[64];
+    int ng = 0;
+    for (int r = 0; r < m->nrecs; r++) {
+        dr_grec *x = &m->recs[r];
+        if (x->anon || !full_list_src(x->src) || m->rec_gpu[r] < 0)
+            continue;
+        if (!strcmp(x->src, "smi-q") && x->ns != DR_NS_SMI)
+            continue; /* an excerpt of -q */
+        int k;
+        for (k = 0; k < ng; k++)
+            if (!strcmp(grp[k].file, x->file) && !strcmp(grp[k].src, x->src))
+                break;
+        if (k == ng) {
+            if (ng >= 64)
+                continue;
+            snprintf(grp[k].file, sizeof grp[k].file, "%s", x->file);
+            snprintf(grp[k].src, sizeof grp[k].src, "%s", x->src);
+            grp[k].n = 0;
+            ng++;
+        }
+        grp[k].n++;
+    }
+    for (int i = 0; i < ng; i++) {
+        for (int f = 0; f < m->nfiles; f++)
+            if (!strcmp(m->files[f].name, grp[i].file) && grp[i].n > m->files[f].ngpus) {
+                m->files[f].ngpus = grp[i].n;
+                snprintf(m->files[f].gpu_src, sizeof m->files[f].gpu_src, "%s", grp[i].src);
+            }
+        for (int j = i + 1; j < ng; j++)
+            if (grp[i].n != grp[j].n) {
+                c->d->inconsistent = 1;
+                dr_note(m, "the outputs list different numbers of GPUs (%s: %d, %s: %d): from other machines, other "
+                           "times, or excerpts; conclusions about GPUs missing from some outputs are less certain",
+                        grp[i].file, grp[i].n, grp[j].file, grp[j].n);
+            }
+    }
+    for (int g = 0; g < m->ngpus; g++) {
+        char lab[48];
+        dr_gpu_label(m, g, lab, sizeof lab);
+        if (m->gpus[g].name_conflict)
+            dr_note(m, "%s is named differently by different outputs: they may come from different machines", lab);
+        if (m->gpus[g].assumed_index)
+            dr_note(m, "GPU numbers of nvidia-smi and of CUDA were taken as equal for %s (CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                       "makes them so)",
+                    lab);
+    }
+    if (m->truncated_recs)
+        dr_note(m, "more GPUs, bridges or pair observations than p2p-doctor keeps (%d dropped): the report covers the "
+                   "first ones",
+                m->truncated_recs);
+}
+
+/* ------------------------------------------------------------ the whole */
+
+static void finish(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    int blocked = 0;
+    for (int i = 0; i < d->nf; i++)
+        if (d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY) {
+            blocked++;
+        }
+    int unknown = has_finding(d, "insufficient-data");
+    if (blocked) {
+        d->exit_code = DR_EXIT_BLOCKED;
+        d->status = "BLOCKED";
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0], "%d finding%s stop%s or break%s P2P", blocked,
+                 blocked == 1 ? "" : "s", blocked == 1 ? "s" : "", blocked == 1 ? "s" : "");
+    } else if (m->ngpus < 2) {
+        d->exit_code = DR_EXIT_NO_PAIR;
+        d->status = "FEWER-THAN-2-GPUS";
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0],
+                 "%d NVIDIA GPU%s found in what was read: no pair to diagnose", m->ngpus, m->ngpus == 1 ? "" : "s");
+    } else if (unknown) {
+        d->exit_code = DR_EXIT_INSUFFICIENT;
+        d->status = "INSUFFICIENT-DATA";
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0],
+                 "nothing found that stops P2P, but the outputs cannot show every pair's state");
+    } else {
+        d->exit_code = DR_EXIT_OK;
+        d->status = "OK";
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0], "%s",
+                 c->o->preinstall ? "nothing found that would stop P2P after the install"
+                                  : "nothing found that stops P2P");
+    }
+    int degr = 0;
+    for (int i = 0; i < d->nf; i++)
+        if (d->f[i].severity == DR_SEV_DEGRADES || (d->f[i].severity == DR_SEV_BLOCKS &&
+                                                     d->f[i].certainty == DR_CERT_POSSIBLE))
+            degr++;
+    if (degr && d->nreasons < 4)
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0], "%d more finding%s to check (degrades, or possible)",
+                 degr, degr == 1 ? "" : "s");
+}
+
+int dr_diagnose(dr_model *m, const dr_opts *o, dr_diag *d)
+{
+    static const dr_opts none = {0, ""};
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.d = d;
+    c.o = o ? o : &none;
+    c.new_keys = -1;
+    memset(d, 0, sizeof(*d));
+    c.ps = calloc((size_t)DR_MAX_GPUS * DR_MAX_GPUS, sizeof(pobs_sum));
+    if (!c.ps)
+        return -1;
+    summarize_pobs(&c);
+    module_facts(&c);
+    check_counts(&c);
+    rule_keys(&c);
+    rule_options(&c);
+    rule_module(&c);
+    rule_iommu(&c);
+    rule_bar1(&c);
+    rule_display(&c);
+    rule_acs(&c);
+    rule_topology(&c);
+    rule_nvlink(&c);
+    rule_links(&c);
+    rule_models(&c);
+    rule_vm(&c);
+    rule_corruption(&c);
+    verdicts(&c);
+    rule_stock_guess(&c);
+    rule_insufficient(&c);
+    finish(&c);
+    free(c.ps);
+    return 0;
+}
+
+void dr_diag_free(dr_diag *d)
+{
+    free(d->pairs);
+    d->pairs = NULL;
+}
