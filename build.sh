@@ -34,6 +34,8 @@ source "${P2P_LIB_DIR}/70-userspace.sh"
 source "${P2P_LIB_DIR}/75-package.sh"
 # shellcheck source=lib/80-rebase.sh
 source "${P2P_LIB_DIR}/80-rebase.sh"
+# shellcheck source=lib/85-doctor.sh
+source "${P2P_LIB_DIR}/85-doctor.sh"
 # shellcheck source=lib/commands.sh
 source "${P2P_LIB_DIR}/commands.sh"
 
@@ -212,7 +214,7 @@ main() {
     return 0
   fi
   case ${cmd} in
-  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package) shift ;;
+  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package | doctor) shift ;;
   [0-9]*) cmd=all ;;
   *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
   esac
@@ -221,7 +223,7 @@ main() {
     return 0
   fi
   install_traps
-  if [[ ${P2P_DRY_RUN} -eq 0 && ${cmd} != list && ${cmd} != check && ${cmd} != preflight ]]; then
+  if [[ ${P2P_DRY_RUN} -eq 0 && ${cmd} != list && ${cmd} != check && ${cmd} != preflight && ${cmd} != doctor ]]; then
     log_open "${P2P_CACHE_DIR}/logs"
     log_line "build.sh ${P2P_VERSION}: ${cmd} $*"
   fi

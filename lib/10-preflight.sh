@@ -40,6 +40,7 @@ preflight_pipeline() {
   preflight_kernel
   sign_resolve
   preflight_secure_boot
+  doctor_preinstall "${tag}" >&2
   if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
     if [[ "$(userspace_versions | tr '\n' ' ')" != "${tag} " ]]; then
       preflight_fail "${EX_MISMATCH}" "--no-userspace, but the installed userspace driver is '$(userspace_versions | tr '\n' ' ')', not ${tag}"
@@ -86,12 +87,15 @@ preflight_secure_boot() {
 
 help_preflight() {
   cat <<'EOF'
-Usage: build.sh preflight [--kernel KVER]
+Usage: build.sh preflight [<tag>] [--kernel KVER]
 
 Report what matters for P2P on this machine, changing nothing: kernel headers,
 Secure Boot, NVIDIA GPUs and their BAR1 size (Resizable BAR), IOMMU, nouveau,
-the loaded driver and the userspace driver version. Exit 0 when nothing
-blocks an install, 10 otherwise.
+the loaded driver and the userspace driver version; then doctor's findings
+that would stop P2P after an install (of <tag>, whose registry keys are then
+checked against the modprobe options already here), as "doctor:" lines. Exit
+0 when nothing blocks an install, 10 otherwise (doctor's findings do not
+block it: see build.sh doctor).
 EOF
 }
 
@@ -125,6 +129,10 @@ cmd_preflight() {
     report info "loaded nvidia module: $(cat "${P2P_SYSFS}/module/nvidia/version")"
   fi
   report info "userspace driver: $(userspace_versions | tr '\n' ' ' | sed 's/ $//;s/^$/none/')"
+  if [[ -n ${tag} ]]; then
+    require_tag "${tag}"
+  fi
+  doctor_preinstall "${tag}"
   [[ ${fatal} -eq 0 ]] || exit "${EX_PREFLIGHT}"
 }
 
@@ -186,25 +194,30 @@ nvidia_gpus() {
   done
 }
 
-# report_gpu ADDR: BAR1 is the GPU's second memory BAR: the second non-empty
-# line among the six BAR lines of sysfs' resource file (a 64-bit BAR0 leaves
-# the next line empty, so BAR1 is not always on line 2).
-report_gpu() {
-  local addr=$1 start end _flags size mib n=0 bar1=""
+# gpu_bar1_bytes ADDR: the size of BAR1, the GPU's second memory BAR: the
+# second non-empty line among the six BAR lines of sysfs' resource file (a
+# 64-bit BAR0 leaves the next line empty, so BAR1 is not always on line 2);
+# 0 when it is not assigned.
+gpu_bar1_bytes() {
+  local start end _flags n=0
   while read -r start end _flags; do
     [[ ${start} =~ ^0x0+$ && ${end} =~ ^0x0+$ ]] && continue
     n=$((n + 1))
     if [[ ${n} -eq 2 ]]; then
-      bar1="${start} ${end}"
-      break
+      printf '%s\n' $((end - start + 1))
+      return 0
     fi
-  done < <(head -n 6 "${P2P_SYSFS}/bus/pci/devices/${addr}/resource")
-  if [[ -z ${bar1} ]]; then
+  done < <(head -n 6 "${P2P_SYSFS}/bus/pci/devices/$1/resource" 2>/dev/null)
+  printf '0\n'
+}
+
+report_gpu() {
+  local addr=$1 size mib
+  size=$(gpu_bar1_bytes "${addr}")
+  if [[ ${size} -eq 0 ]]; then
     report warn "GPU ${addr}: BAR1 not assigned"
     return 0
   fi
-  read -r start end <<<"${bar1}"
-  size=$((end - start + 1))
   mib=$((size >> 20))
   if ((mib <= 256)); then
     report warn "GPU ${addr}: BAR1 is ${mib} MiB; BAR1 P2P needs BAR1 to cover VRAM: enable Resizable BAR (and Above 4G decoding) in the firmware"

@@ -350,7 +350,9 @@ installed_module_tags() {
     done
     if command -v dpkg-query >/dev/null 2>&1; then
       v=$(dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${PKG_NAME}" 2>/dev/null | sed -n -E 's/^ii +([^ ]+)-[^-]+$/\1/p') || v=""
-      [[ -n ${v} ]] && printf '%s\n' "${v}"
+      if [[ -n ${v} ]]; then
+        printf '%s\n' "${v}"
+      fi
     fi
   } | sort -u
 }

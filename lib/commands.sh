@@ -10,7 +10,8 @@ Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256
 
 The whole pipeline for one driver tag:
   1 preflight  tools, headers for the target kernel, root (or sudo), Secure Boot,
-               userspace driver packages
+               userspace driver packages; doctor's findings that would stop
+               P2P after the install (BIOS, IOMMU, BAR1, GPUs; never fatal)
   2 fetch      upstream source (GitHub, or --source) and the matching .run
   3 verify     source tree against its pinned tree id, .run against its sha256
   4 patch      the family's patch series with quilt, fuzz 0
@@ -193,7 +194,8 @@ integrity-checked peer copies and peer loads/stores, bandwidth and latency
 matrices with P2P on and off, and NCCL all-reduce with P2P allowed and
 disallowed. Needs the CUDA toolkit (nvcc) to build; NCCL is optional.
 Its exit code is the verdict (0 = every pair has P2P and every byte arrived);
-see `verify/p2p-verify --help` and verify/README.md.
+see `verify/p2p-verify --help` and verify/README.md. When P2P fails (20, 21,
+23) it points to `build.sh doctor --verify`, which says why.
 
   --build-only   only compile the tool
 EOF
@@ -214,7 +216,12 @@ cmd_verify() {
   [[ ${build_only} -eq 1 ]] && return 0
   [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would run: %s\n' "$(quote_cmd "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}")"; return 0; }
   stage verify "running p2p-verify"
-  exec "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}"
+  local rc=0
+  "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}" || rc=$?
+  case ${rc} in
+  20 | 21 | 23) note "P2P failed its verification (exit ${rc}): build.sh doctor --verify names the cause (IOMMU, ACS, BAR1, the module, its options, the display...)" ;;
+  esac
+  return "${rc}"
 }
 
 help_exit_codes() {
@@ -239,6 +246,7 @@ Commands:
   uninstall         remove what install put in place
   package <tag>     a Debian package (DKMS source) of the patched driver
   preflight         report P2P-relevant facts about this machine
+  doctor            why P2P works or not here, pair by pair (or in a bundle)
   verify            build and run the P2P verification tool
   list              supported tags by family, and what is verified for each
   check <tag>       exit 0 if <tag> is supported
@@ -266,8 +274,8 @@ cmd_help() {
   case ${topic} in
   "") usage ;;
   exit-codes) help_exit_codes ;;
-  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package) "help_${topic}" ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | doctor) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package)" ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package doctor)" ;;
   esac
 }

@@ -20,6 +20,10 @@ readonly EX_MISMATCH=12
 readonly EX_KERNEL=13
 readonly EX_CONFLICT=14
 readonly EX_SIGN=15
+readonly EX_DOCTOR_BLOCKED=30
+readonly EX_DOCTOR_INSUFFICIENT=31
+readonly EX_DOCTOR_NO_PAIR=32
+readonly EX_DOCTOR_UNREADABLE=33
 readonly EX_SKIP=77
 readonly EX_INTERRUPTED=130
 
@@ -41,6 +45,10 @@ exit_code_table() {
     "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
     "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
     "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
+    "${EX_DOCTOR_BLOCKED}" "doctor: a finding stops or breaks P2P (certain or likely)" \
+    "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but not every pair's state (or a failure's cause) can be told; the report lists what to collect" \
+    "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs, and nothing found that stops P2P" \
+    "${EX_DOCTOR_UNREADABLE}" "doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written" \
     "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
     "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
 }

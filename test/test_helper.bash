@@ -26,6 +26,10 @@ common_env() {
   export HOME="$1/home"
   unset XDG_CACHE_HOME NVP2P_DATA_DIR NVP2P_SYSFS CCACHE_DIR
   export NO_COLOR=1 LC_ALL=C
+  # doctor (preflight, the pipeline) reads procfs here, an empty tree unless
+  # a test fills it, and uses one p2p-doctor built per bats run
+  export NVP2P_PROCFS="$1/proc"
+  export NVP2P_DOCTOR_BIN="${BATS_RUN_TMPDIR}/p2p-doctor"
   STUBS="$1/stubs"
   export PATH="${STUBS}:${PATH}"
   export STUB_LOG="$1/stub.log"
@@ -35,10 +39,27 @@ common_env() {
   export CACHE WORK ROOT
 }
 
-# common_dirs: the directories of common_env, and an empty stub log.
+# common_dirs: the directories of common_env, and an empty stub log; the
+# machine facts doctor collects come from silent stand-ins (a test that needs
+# them says what they print), and its reader is built once per run.
 common_dirs() {
   mkdir -p "${HOME}" "${STUBS}" "${ROOT}"
   : >"${STUB_LOG}"
+  local name
+  for name in lspci dmesg journalctl nvidia-smi; do
+    printf '#!/bin/sh\nexit 0\n' >"${STUBS}/${name}"
+    chmod +x "${STUBS}/${name}"
+  done
+  doctor_bin
+}
+
+# doctor_bin: verify/p2p-doctor built into $NVP2P_DOCTOR_BIN, once per run.
+doctor_bin() {
+  [[ -x ${NVP2P_DOCTOR_BIN} ]] && return 0
+  (
+    flock 9
+    [[ -x ${NVP2P_DOCTOR_BIN} ]] || make -s -C "${REPO_ROOT}/verify" doctor DOCTOR_BIN="${NVP2P_DOCTOR_BIN}" >&2
+  ) 9>"${NVP2P_DOCTOR_BIN}.lock"
 }
 
 # prepared_setup ENV_FN STATE_FN: common_setup and make_fixture in a fixed
