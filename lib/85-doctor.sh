@@ -401,6 +401,7 @@ doctor_preinstall() {
   out=$("${P2P_DOCTOR_BIN}" --from "${bundle}" "${args[@]}") || rc=$?
   while IFS=$'\t' read -r kind id sev cert subject text; do
     [[ ${kind} == finding && ${id} != insufficient-data ]] || continue
+    [[ ${subject} == machine ]] && subject=""
     report "$([[ ${sev} == blocks && ${cert} != possible ]] && echo warn || echo info)" \
       "doctor: ${id}${subject:+ (${subject})} [${sev}, ${cert}]: ${text}"
   done <<<"${out}"

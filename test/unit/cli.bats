@@ -22,7 +22,7 @@ setup() {
 
 @test "every command has --help next to it, and help <command> shows the same" {
   local c
-  for c in fetch patch build install uninstall preflight verify list check package; do
+  for c in fetch patch build install uninstall preflight verify list check package doctor; do
     run_build "${c}" --help
     assert_success
     assert_output --partial "Usage: build.sh ${c}"

@@ -259,7 +259,7 @@ typedef struct {
     int nbridges;
     dr_sys sys;
     int truncated_recs; /* records or observations dropped at the limits */
-    char notes[16][200];
+    char notes[16][320];
     int nnotes;
 } dr_model;
 

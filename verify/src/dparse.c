@@ -69,6 +69,8 @@ struct dp_ctx {
     int gl_idx;
     /* the file is named as a command line (cmdline.txt): every line is one */
     int hint_cmdline;
+    /* a "topo -p2p" command line was seen: the next GPU matrix is one */
+    int p2p_ctx;
     /* sysfs (collect) */
     int sf_rec;
     char sf_busid[16];
@@ -664,6 +666,12 @@ static void p_dmesg(dp_ctx *c, const char *line)
 {
     dr_sys *s = &c->m->sys;
     p_api_mismatch(c, line);
+    /* "nvidia 0000:84:00.0: ...": the kernel names a device the nvidia
+     * driver is bound to, an NVIDIA GPU */
+    const char *nv = strstr(line, "nvidia 0000:");
+    char nb[16];
+    if (nv && dp_find_busid(nv + 7, nb, sizeof nb) == 0 && !strncmp(nv + 7, nb, 12))
+        rec_get(c, "dmesg", DR_NS_NONE, -1, nb, NULL);
     if (strstr(line, "IO_PAGE_FAULT") || strstr(line, "DMAR: [DMA") || strstr(line, "DMAR:[DMA") ||
         strstr(line, "PTE Read access is not set") || strstr(line, "PTE Write access is not set") ||
         (strstr(line, "smmu") && strstr(line, "Unhandled context fault"))) {
@@ -676,11 +684,11 @@ static void p_dmesg(dp_ctx *c, const char *line)
         return;
     }
     if (strstr(line, "Default domain type:")) {
+        /* the kernel's policy, printed with or without IOMMU hardware */
         if (strstr(line, "Translated"))
             setn_force(c, &s->iommu_translated, 1);
         else if (strstr(line, "Passthrough"))
             setn_force(c, &s->iommu_translated, 0);
-        setn(c, &s->iommu_present, 1);
         kind(c, DR_K_DMESG);
         return;
     }
@@ -1003,6 +1011,12 @@ static void p_collect(dp_ctx *c, const char *line)
         kind(c, DR_K_P2PSTATE);
     } else if (!strncmp(p, "nvidia-p2p-srcversion:", 22)) {
         trim_copy(s->p2p_srcversion, sizeof s->p2p_srcversion, p + 22, p + strlen(p));
+    } else if (!strncmp(p, "loaded-version:", 15)) {
+        char v[24];
+        if (dp_find_version(p + 15, v, sizeof v) == 0 && !s->loaded_version[0]) {
+            snprintf(s->loaded_version, sizeof s->loaded_version, "%s", v);
+            ev(c, &s->loaded_version_ev);
+        }
     } else if (!strncmp(p, "loaded-srcversion:", 18)) {
         trim_copy(s->loaded_srcversion, sizeof s->loaded_srcversion, p + 18, p + strlen(p));
     } else if (!strncmp(p, "userspace-libraries: none", 25)) {
@@ -1156,7 +1170,7 @@ static void p_smiq(dp_ctx *c, const char *line)
         return;
     }
     int is_q = q_in(c, "FB Memory Usage") || q_in(c, "BAR1 Memory Usage") || q_in(c, "PCIe Generation") ||
-               q_in(c, "Link Width") || !strcmp(key, "Display Active") || !strcmp(key, "Display Attached") ||
+               q_in(c, "Link Width") || !strcmp(key, "Display Active") ||
                !strcmp(key, "Virtualization Mode") || (!strcmp(key, "Bus Id") && q_in(c, "PCI"));
     if (!is_q)
         return;
@@ -1191,11 +1205,9 @@ static void p_smiq(dp_ctx *c, const char *line)
             setn(c, &g->width_max, v);
         else if (!strcmp(key, "Current"))
             setn(c, &g->width_cur, v);
-    } else if (!strcmp(key, "Display Active") || !strcmp(key, "Display Attached")) {
-        if (!strcmp(val, "Enabled") || !strcmp(val, "Yes"))
-            setn_force(c, &g->display, 1);
-        else if ((!strcmp(val, "Disabled") || !strcmp(val, "No")) && g->display.v != 1)
-            setn_force(c, &g->display, 0);
+    } else if (!strcmp(key, "Display Active")) {
+        /* ("Display Attached" says Yes on an H100 without outputs: not read) */
+        setn_force(c, &g->display, !strcmp(val, "Enabled") ? 1 : 0);
     } else if (!strcmp(key, "Virtualization Mode")) {
         setn(c, &g->virt_passthrough, !strcmp(val, "Pass-Through") ? 1 : 0);
     } else if (!strcmp(key, "Bus Id")) {
@@ -1531,6 +1543,8 @@ static int p_matrix(dp_ctx *c, const char *line)
         for (int i = 0; i < c->mx_ncol; i++)
             if (c->mx_cols[i] >= 0)
                 rec_get(c, "topo", DR_NS_SMI, c->mx_cols[i], NULL, NULL);
+        kind(c, c->p2p_ctx ? DR_K_P2PCAP : DR_K_TOPO); /* (one GPU: no cell tells) */
+        c->p2p_ctx = 0;
         return 1;
     }
     /* header, style 2: "D\D 0 1 2" or "GPU 0 1" or "CPU 0 1" */
@@ -2283,6 +2297,10 @@ void dp_line(dp_ctx *c, const char *line, long lineno)
     js_line(c, line);
     if (c->js_on)
         return;
+    if (strstr(line, "topo -p2p") || strstr(line, "topo --p2p"))
+        c->p2p_ctx = 1;
+    else if (strstr(line, "topo -m") || strstr(line, "topo --matrix"))
+        c->p2p_ctx = 0;
     int t = title_of(line);
     if (t != T_NONE) {
         c->title = t;

@@ -59,7 +59,7 @@ static void gpu_line(FILE *f, const dr_model *m, int g)
     const dr_gpu *x = &m->gpus[g];
     char lab[48];
     dr_gpu_label(m, g, lab, sizeof lab);
-    fprintf(f, "  %-6s %-13s %-30s", lab, x->busid[0] ? x->busid : "?", x->name[0] ? x->name : "?");
+    fprintf(f, "  %-11s %-13s %-30s", lab, x->busid[0] ? x->busid : "?", x->name[0] ? x->name : "?");
     if (x->vram_mib.v > 0)
         fprintf(f, "  VRAM %lld MiB", x->vram_mib.v);
     if (x->bar1_mib.v > 0)
@@ -350,8 +350,8 @@ void dr_report_brief(FILE *f, const dr_model *m, const dr_diag *d)
             dr_gpu_label(m, x->a, a, sizeof a);
         if (x->b >= 0)
             dr_gpu_label(m, x->b, b, sizeof b);
-        fprintf(f, "finding\t%s\t%s\t%s\t%s%s%s\t", x->id, dr_sev_name(x->severity), dr_cert_name(x->certainty), a,
-                b[0] ? "-" : "", b);
+        fprintf(f, "finding\t%s\t%s\t%s\t%s%s%s\t", x->id, dr_sev_name(x->severity), dr_cert_name(x->certainty),
+                a[0] ? a : "machine", b[0] ? "-" : "", b);
         brief_text(f, x->summary);
         fputc('\n', f);
     }

@@ -172,7 +172,8 @@ static int cmp_busid(const void *a, const void *b)
 }
 
 /* nvidia-smi numbers GPUs in PCI order: with every GPU's address known and
- * as many nvidia-smi indices as GPUs, the indices follow from the order. */
+ * as many nvidia-smi indices as GPUs, the missing indices follow from the
+ * order, provided the known ones agree with it. */
 static void smi_order(dr_model *m, int max_smi)
 {
     if (m->ngpus == 0 || max_smi + 1 != m->ngpus)
@@ -181,11 +182,12 @@ static void smi_order(dr_model *m, int max_smi)
     for (int g = 0; g < m->ngpus; g++) {
         if (!m->gpus[g].busid[0])
             return;
-        if (m->gpus[g].smi_index >= 0)
-            return; /* some already have their index: no guessing */
         v[g] = &m->gpus[g];
     }
     qsort(v, (size_t)m->ngpus, sizeof v[0], cmp_busid);
+    for (int i = 0; i < m->ngpus; i++)
+        if (v[i]->smi_index >= 0 && v[i]->smi_index != i)
+            return; /* another order (CUDA_VISIBLE_DEVICES, a partial list): no guessing */
     for (int i = 0; i < m->ngpus; i++)
         v[i]->smi_index = i;
 }
@@ -272,7 +274,7 @@ void dr_gpu_label(const dr_model *m, int g, char *out, size_t outlen)
     else if (x->cuda_index >= 0)
         snprintf(out, outlen, smi_any ? "cuda%d" : "GPU%d", x->cuda_index);
     else if (x->busid[0])
-        snprintf(out, outlen, "GPU %s", x->busid);
+        snprintf(out, outlen, "GPU %s", strncmp(x->busid, "0000:", 5) ? x->busid : x->busid + 5);
     else
         snprintf(out, outlen, "GPU?%d", g);
 }
@@ -342,9 +344,9 @@ typedef struct {
     int access;      /* -1 unknown, 0 no, 1 yes */
     int access_src;  /* 4 CUDA/verify, 3 p2pcap, 2 nccl, 1 bandwidth */
     dr_ev access_ev;
-    char topo[12];
+    char topo[24];
     dr_ev topo_ev;
-    char p2pcap[8];
+    char p2pcap[24];
     dr_ev p2pcap_ev;
     int corrupt;     /* -1 unknown, 0 intact, 1 corrupt */
     dr_ev corrupt_ev;
@@ -882,7 +884,8 @@ static void rule_iommu(ctx *c)
     if (translated < 0) {
         if (s->iommu_off.v == 1 || s->cmd_iommu_pt.v == 1 || s->iommu_translated.v == 0) {
             translated = 0;
-        } else if (s->iommu_translated.v == 1) {
+        } else if (s->iommu_translated.v == 1 && (s->iommu_present.v == 1 || s->cmd_iommu_on.v == 1)) {
+            /* the default domain type is printed without IOMMU hardware too */
             translated = 1;
             me = &s->iommu_translated.ev;
         } else if (s->cmd_iommu_on.v == 1) {
@@ -1767,20 +1770,23 @@ static void check_counts(ctx *c)
         }
         grp[k].n++;
     }
+    char counts[200] = "";
     for (int i = 0; i < ng; i++) {
         for (int f = 0; f < m->nfiles; f++)
             if (!strcmp(m->files[f].name, grp[i].file) && grp[i].n > m->files[f].ngpus) {
                 m->files[f].ngpus = grp[i].n;
                 snprintf(m->files[f].gpu_src, sizeof m->files[f].gpu_src, "%s", grp[i].src);
             }
-        for (int j = i + 1; j < ng; j++)
-            if (grp[i].n != grp[j].n) {
-                c->d->inconsistent = 1;
-                dr_note(m, "the outputs list different numbers of GPUs (%s: %d, %s: %d): from other machines, other "
-                           "times, or excerpts; conclusions about GPUs missing from some outputs are less certain",
-                        grp[i].file, grp[i].n, grp[j].file, grp[j].n);
-            }
+        if (grp[i].n != grp[0].n)
+            c->d->inconsistent = 1;
+        size_t l = strlen(counts);
+        if (l + 48 < sizeof counts)
+            snprintf(counts + l, sizeof counts - l, "%s%.36s %d", l ? ", " : "", grp[i].file, grp[i].n);
     }
+    if (c->d->inconsistent)
+        dr_note(m, "the outputs list different numbers of GPUs (%s): from other machines, other times, or excerpts; "
+                   "conclusions about GPUs missing from some outputs are less certain",
+                counts);
     for (int g = 0; g < m->ngpus; g++) {
         char lab[48];
         dr_gpu_label(m, g, lab, sizeof lab);

@@ -21,45 +21,10 @@
 #include "sysparse.h"
 #include "verdict.h"
 
-static int g_checks, g_failed;
-static const char *g_fixtures = "tests/fixtures";
+#include "check.h"
 
-#define CHECK(cond)                                                                                         \
-    do {                                                                                                    \
-        g_checks++;                                                                                         \
-        if (!(cond)) {                                                                                      \
-            g_failed++;                                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                 \
-        }                                                                                                   \
-    } while (0)
-#define CHECK_INT(a, b)                                                                                     \
-    do {                                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                                 \
-        g_checks++;                                                                                         \
-        if (a_ != b_) {                                                                                     \
-            g_failed++;                                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, a_, b_);      \
-        }                                                                                                   \
-    } while (0)
-#define CHECK_NEAR(a, b, eps)                                                                               \
-    do {                                                                                                    \
-        double a_ = (a), b_ = (b);                                                                          \
-        g_checks++;                                                                                         \
-        if (!(fabs(a_ - b_) <= (eps))) {                                                                    \
-            g_failed++;                                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s == %.6f, expected %.6f\n", __FILE__, __LINE__, #a, a_, b_);      \
-        }                                                                                                   \
-    } while (0)
-#define CHECK_STR(a, b)                                                                                     \
-    do {                                                                                                    \
-        const char *a_ = (a), *b_ = (b);                                                                    \
-        g_checks++;                                                                                         \
-        if (strcmp(a_, b_) != 0) {                                                                          \
-            g_failed++;                                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s ==\n---\n%s\n--- expected\n%s\n---\n", __FILE__, __LINE__, #a,   \
-                    a_, b_);                                                                                \
-        }                                                                                                   \
-    } while (0)
+int g_checks, g_failed;
+const char *g_fixtures = "tests/fixtures";
 
 static char *slurp_opt(const char *name, int required)
 {
@@ -83,7 +48,7 @@ static char *slurp_opt(const char *name, int required)
     return buf;
 }
 
-static char *slurp(const char *name) { return slurp_opt(name, 1); }
+char *slurp(const char *name) { return slurp_opt(name, 1); }
 
 /* Capture what fn writes to a FILE* as a string. */
 static char *file_to_string(FILE *f)
@@ -210,7 +175,7 @@ static const char *js_value(const char *p, int depth)
         return p + 4;
     return js_number(p);
 }
-static int json_valid(const char *s)
+int json_valid(const char *s)
 {
     const char *p = js_value(s, 0);
     return p && *js_ws(p) == '\0';
@@ -979,6 +944,8 @@ int main(int argc, char **argv)
         {"limits", test_limits},   {"verdict", test_verdict},       {"matrix_format", test_matrix_format},
         {"json", test_json},       {"options", test_options},       {"nccl_parse", test_nccl_parse},
         {"pattern", test_pattern}, {"sysparse", test_sysparse}, {"selftest_report", test_selftest_report},
+        {"doctor_parse", test_doctor_parsers}, {"doctor_rules", test_doctor_rules},
+        {"doctor_input", test_doctor_input}, {"doctor_json", test_doctor_json_reader},
     };
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int before = g_failed;

@@ -1,0 +1,385 @@
+#!/usr/bin/env bats
+# build.sh doctor and verify/p2p-doctor: real field reports and synthetic cases
+# give their expected finding ids; --collect writes a bundle and nothing else;
+# bad inputs give clear messages and documented exit codes; preflight and the
+# pipeline show doctor's findings; verify points to doctor.
+
+load ../test_helper
+
+SHARED_REPORTS="${REPO_ROOT}/../shared/field-reports"
+
+setup() {
+  common_setup
+  DOCTOR="${NVP2P_DOCTOR_BIN}"
+  SYS="${BATS_TEST_TMPDIR}/sys"
+  export NVP2P_SYSFS="${SYS}"
+  mkdir -p "${SYS}/bus/pci/devices" "${NVP2P_PROCFS}"
+  export TMPDIR="${BATS_TEST_TMPDIR}/tmp"
+  mkdir -p "${TMPDIR}"
+}
+
+# case_ids DIR: the finding ids p2p-doctor reports for DIR, one line.
+case_ids() {
+  "${DOCTOR}" --from "$1" --brief | awk -F'\t' '$1 == "finding" { print $2 }' | sort -u | tr '\n' ' '
+}
+
+# check_case DIR: DIR's expected.txt holds for the ids reported; prints what
+# does not and fails then. A line "a|b": one of them; "!id": not that one.
+check_case() {
+  local dir=$1 ids line alt hit bad=""
+  local -a alts
+  ids=" $(case_ids "${dir}")"
+  while IFS= read -r line || [[ -n ${line} ]]; do
+    line=${line%%#*}
+    line=${line//[[:space:]]/}
+    [[ -n ${line} ]] || continue
+    if [[ ${line} == !* ]]; then
+      [[ ${ids} != *" ${line#!} "* ]] || bad+=" reports ${line#!}"
+      continue
+    fi
+    hit=0
+    IFS='|' read -r -a alts <<<"${line}"
+    for alt in "${alts[@]}"; do
+      [[ ${ids} == *" ${alt} "* ]] && hit=1
+    done
+    [[ ${hit} -eq 1 ]] || bad+=" lacks ${line}"
+  done <"${dir}/expected.txt"
+  if [[ -n ${bad} ]]; then
+    printf '%s:%s (reported:%s)\n' "${dir##*/}" "${bad}" "${ids}"
+    return 1
+  fi
+}
+
+# check_corpus DIR: every case of DIR; fails listing the cases that do not hold.
+check_corpus() {
+  local corpus=$1 d n=0 failed=""
+  for d in "${corpus}"/*/; do
+    [[ -f ${d}expected.txt ]] || continue
+    n=$((n + 1))
+    check_case "${d%/}" || failed+=" ${d%/}"
+  done
+  [[ ${n} -gt 0 ]] || fail "no case in ${corpus}"
+  [[ -z ${failed} ]] || fail "cases not diagnosed as expected:${failed}"
+  printf '%d cases\n' "${n}"
+}
+
+@test "field reports of ../shared/field-reports: every case gives its established cause" {
+  [[ -d ${SHARED_REPORTS} ]] || skip "no ${SHARED_REPORTS} on this machine (the project's shared field reports)"
+  check_corpus "${SHARED_REPORTS}"
+}
+
+@test "field reports collected here from public threads (test/fixtures/field-reports): every case" {
+  run check_corpus "${REPO_ROOT}/test/fixtures/field-reports"
+  assert_success
+  assert_output --regexp '^[0-9]+ cases$'
+}
+
+@test "synthetic edge cases (test/fixtures/doctor): every case" {
+  run check_corpus "${REPO_ROOT}/test/fixtures/doctor"
+  assert_success
+}
+
+@test "the case check can fail: a wrong expectation, a forbidden id reported" {
+  local d="${BATS_TEST_TMPDIR}/case"
+  mkdir -p "${d}"
+  cp "${REPO_ROOT}/test/fixtures/doctor/s14-proprietary-module/"*.txt "${d}/"
+  printf 'rebar-off\n' >"${d}/expected.txt"
+  run check_case "${d}"
+  assert_failure
+  assert_output --partial "lacks rebar-off"
+  printf '!stock-module-loaded\n' >"${d}/expected.txt"
+  run check_case "${d}"
+  assert_failure
+  assert_output --partial "reports stock-module-loaded"
+}
+
+@test "--json is valid JSON of schema 1 with the documented members, for every case" {
+  command -v python3 >/dev/null || skip "python3 not installed"
+  local d ids
+  ids=$("${DOCTOR}" --list-ids | tr '\n' ' ')
+  for d in "${REPO_ROOT}"/test/fixtures/doctor/*/ "${REPO_ROOT}"/test/fixtures/field-reports/*/; do
+    run python3 - "${d}" "${DOCTOR}" "${ids}" <<'PY'
+import json, subprocess, sys
+d, tool, ids = sys.argv[1], sys.argv[2], sys.argv[3].split()
+p = subprocess.run([tool, "--from", d, "--json"], capture_output=True, text=True)
+j = json.loads(p.stdout)
+assert j["tool"] == "p2p-doctor" and j["schema"] == 1, "header"
+for k in ("inputs", "notes", "gpus", "findings", "pairs", "collect", "verdict", "driver", "inputs_consistent"):
+    assert k in j, k
+assert j["verdict"]["exit_code"] == p.returncode, (j["verdict"], p.returncode)
+for f in j["findings"]:
+    assert f["id"] in ids, f["id"]
+    assert f["scope"] in ("machine", "gpu", "pair") and f["severity"] in ("blocks", "degrades", "info")
+    assert f["certainty"] in ("certain", "likely", "possible") and f["summary"]
+    for e in f["evidence"]:
+        assert e["file"] and e["line"] >= 1 and isinstance(e["text"], str)
+n = len(j["gpus"])
+assert len(j["pairs"]) == (n * (n - 1) if n > 1 else 0)
+for p2 in j["pairs"]:
+    assert p2["verdict"] in ("p2p-bar1", "p2p-nvlink", "p2p", "host-staged", "not-possible", "unknown")
+    assert p2["basis"] in ("observed", "inferred", "none")
+PY
+    [[ ${status} -eq 0 ]] || fail "${d}: ${output}"
+  done
+}
+
+@test "exit codes: 0 healthy, 30 blocked, 31 insufficient data, 32 no pair, 33 nothing readable, 2 usage" {
+  local fx="${REPO_ROOT}/test/fixtures/doctor"
+  run "${DOCTOR}" --from "${fx}/s01-working-2x4090-bundle"
+  assert_success
+  assert_output --partial "== VERDICT: OK (exit 0) =="
+  run "${DOCTOR}" --from "${fx}/s02-amd-vi-io-page-fault"
+  assert_failure 30
+  run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/field-reports/44-2x3090-working-debian"
+  assert_failure 31
+  assert_output --partial "data arrives intact"
+  mkdir -p "${BATS_TEST_TMPDIR}/nogpu" "${BATS_TEST_TMPDIR}/empty"
+  printf 'iommu-present: 0\nsysfs-gpus: 0\n' >"${BATS_TEST_TMPDIR}/nogpu/sysfs.txt"
+  run "${DOCTOR}" --from "${BATS_TEST_TMPDIR}/nogpu"
+  assert_failure 32
+  run "${DOCTOR}" --from "${BATS_TEST_TMPDIR}/empty"
+  assert_failure 33
+  assert_output --partial "no readable file"
+  run "${DOCTOR}" --from "${BATS_TEST_TMPDIR}/missing"
+  assert_failure 33
+  assert_output --partial "cannot read directory"
+  run "${DOCTOR}" --bogus
+  assert_failure 2
+  run "${DOCTOR}"
+  assert_failure 2
+  run "${DOCTOR}" --from "${fx}/s01-working-2x4090-bundle" --json --brief
+  assert_failure 2
+}
+
+@test "bad inputs: empty, truncated, binary, unreadable, a link, a 100 MB dmesg: clear messages, never a crash" {
+  local d="${BATS_TEST_TMPDIR}/bad"
+  mkdir -p "${d}"
+  : >"${d}/empty.txt"
+  printf '|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:0' >"${d}/nvidia-smi.txt"
+  head -c 4096 /bin/sh >"${d}/binary.txt"
+  ln -s /dev/zero "${d}/zero.txt"
+  printf 'x\n' >"${d}/unreadable.txt"
+  chmod 000 "${d}/unreadable.txt"
+  { yes '[  123.456789] usb 1-1: new high-speed USB device number 7 using xhci_hcd' | head -c 104857600
+    printf '\n[99999.000001] nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0d address=0x0 flags=0x20]\n'; } >"${d}/dmesg.txt"
+  local start=${SECONDS}
+  run "${DOCTOR}" --from "${d}"
+  [[ $((SECONDS - start)) -lt 30 ]] || fail "100 MB took $((SECONDS - start)) s"
+  [[ ${status} -eq 30 || ${status} -eq 31 ]] || fail "exit ${status}: ${output}"
+  assert_line --regexp '^  empty\.txt +empty'
+  assert_line --regexp '^  binary\.txt +skipped +binary data'
+  assert_line --regexp '^  zero\.txt +skipped +a symbolic link \(not followed\)'
+  assert_line --regexp '^  dmesg\.txt +read +[0-9]+ lines: kernel log'
+  assert_output --partial "dmesg.txt:"
+  assert_output --partial "IO_PAGE_FAULT"
+  if [[ $(id -u) -ne 0 ]]; then
+    assert_line --regexp '^  unreadable\.txt +unreadable'
+  fi
+  # the per-file limit is said, not silent
+  run "${DOCTOR}" --from "${d}" --max-file-mib 1
+  assert_line --regexp '^  dmesg\.txt +partial .*read the first 1 MiB of 100 MiB'
+}
+
+@test "outputs that disagree on the GPU count are reported as such, nothing certain about the extra GPUs" {
+  run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/doctor/s18-gpu-counts-differ"
+  assert_output --partial "the outputs list different numbers of GPUs"
+  refute_line --regexp '(GPU[23]).*\[[a-z]+, certain\]|\[[a-z]+, certain\].*(GPU[23])'
+  run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/doctor/s18-gpu-counts-differ" --json
+  assert_output --partial '"inputs_consistent": false'
+}
+
+# fake_gpu ADDR BAR1-SIZE-HEX IOMMU-TYPE: an NVIDIA GPU in the fixture sysfs.
+fake_gpu() {
+  local dev="${SYS}/bus/pci/devices/$1" grp="${SYS}/kernel/iommu_groups/${1//[:.]/}"
+  mkdir -p "${dev}" "${grp}"
+  echo 0x10de >"${dev}/vendor"
+  echo 0x030000 >"${dev}/class"
+  printf '%s\n' "0x00000000f0000000 0x00000000f0ffffff 0x0000000000040200" \
+    "0x0000038000000000 $(printf '0x%016x' $((0x38000000000 + $2 - 1))) 0x000000000014220c" \
+    "0x0000000000000000 0x0000000000000000 0x0000000000000000" \
+    "0x0000038800000000 0x0000038801ffffff 0x000000000014220c" \
+    "0x0000000000000000 0x0000000000000000 0x0000000000000000" \
+    "0x0000000000000000 0x0000000000000000 0x0000000000000000" >"${dev}/resource"
+  echo 0 >"${dev}/boot_vga"
+  echo "16.0 GT/s PCIe" >"${dev}/max_link_speed"
+  echo 16 >"${dev}/max_link_width"
+  echo 16 >"${dev}/current_link_width"
+  echo "$3" >"${grp}/type"
+  ln -s "${grp}" "${dev}/iommu_group"
+}
+
+# files_outside: every file under HOME, the cache, TMPDIR and ROOT.
+files_outside() {
+  find "${HOME}" "${CACHE}" "${TMPDIR}" "${ROOT}" -mindepth 1 2>/dev/null | sort
+}
+
+@test "build.sh doctor on a machine without GPUs: says what it could and could not read, exit 32, writes nothing" {
+  printf 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet\n' >"${NVP2P_PROCFS}/cmdline"
+  stub dmesg - <<<'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2; exit 1'
+  stub journalctl - <<<'exit 1'
+  rm -f "${STUBS}/nvidia-smi"
+  local before
+  before=$(files_outside)
+  PATH="$(path_hiding nvidia-smi modinfo mokutil)" run_build doctor
+  assert_failure 32
+  assert_output --partial "from this machine"
+  assert_output --partial "not collected: nvidia-smi-q.txt: nvidia-smi is not installed (no NVIDIA driver yet)"
+  assert_output --partial "not collected: dmesg.txt: the kernel log could not be read"
+  assert_output --partial "not collected: nvidia-version.txt: ${NVP2P_PROCFS}/driver/nvidia/version does not exist (the nvidia module is not loaded)"
+  assert_line --regexp '^  cmdline\.txt +read +1 line: command line'
+  assert_output --partial "== VERDICT: FEWER-THAN-2-GPUS (exit 32) =="
+  assert_equal "$(files_outside)" "${before}"
+}
+
+@test "build.sh doctor builds its reader in a temporary directory and removes it" {
+  unset NVP2P_DOCTOR_BIN
+  rm -f "${STUBS}/nvidia-smi"
+  local before
+  before=$(files_outside)
+  PATH="$(path_hiding nvidia-smi)" run_build doctor --json
+  assert_failure 32
+  assert_output --partial '"tool": "p2p-doctor"'
+  assert_equal "$(files_outside)" "${before}"
+  assert_not_exist "${REPO_ROOT}/verify/p2p-doctor.tmp"
+}
+
+@test "build.sh doctor without a C compiler says so (10); --collect still works" {
+  unset NVP2P_DOCTOR_BIN
+  CC=no-such-cc run_build doctor
+  assert_failure 10
+  assert_output --partial "doctor needs a C compiler"
+  assert_output --partial "--collect DIR' still works"
+  CC=no-such-cc run_build doctor --collect "${BATS_TEST_TMPDIR}/bundle"
+  assert_success
+  assert_file_exist "${BATS_TEST_TMPDIR}/bundle/MANIFEST.txt"
+}
+
+@test "--collect writes the bundle with a manifest, serial numbers and UUIDs removed, nothing elsewhere; --from diagnoses it" {
+  as_root
+  fake_gpu 0000:01:00.0 $((32 << 30)) DMA-FQ
+  fake_gpu 0000:41:00.0 $((256 << 20)) DMA-FQ
+  mkdir -p "${SYS}/class/iommu/ivhd0" "${SYS}/module/nvidia"
+  echo 565.57.01 >"${SYS}/module/nvidia/version"
+  mkdir -p "${NVP2P_PROCFS}/driver/nvidia"
+  printf 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro amd_iommu=on\n' >"${NVP2P_PROCFS}/cmdline"
+  printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (u@h)  Tue Nov 25 2026\n' \
+    >"${NVP2P_PROCFS}/driver/nvidia/version"
+  printf 'EnableResizableBar: 1\nRegistryDwords: "ForceP2P=0x11;RMForceP2PType=2"\n' >"${NVP2P_PROCFS}/driver/nvidia/params"
+  stub nvidia-smi - <<'STUB'
+case "$*" in
+  -q) printf 'Driver Version : 565.57.01\nAttached GPUs : 2\n'
+      for b in 01 41; do
+        printf 'GPU 00000000:%s:00.0\n    Product Name : NVIDIA GeForce RTX 4090\n' "${b}"
+        printf '    Serial Number : 13232220400%s\n    GPU UUID : GPU-3f1c2d4e-1111-2222-3333-4444555566%s\n' "${b}" "${b}"
+      done ;;
+  "topo -m") printf '\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n GPU0\t X \tPHB\t0-31\t0\n GPU1\tPHB\t X \t0-31\t0\n' ;;
+  "topo -p2p r"|"topo -p2p w") printf ' \tGPU0\tGPU1\n GPU0\tX\tNS\n GPU1\tNS\tX\n' ;;
+  "nvlink -s") echo "NVML: Unable to retrieve NVLink information as all links are inActive" ;;
+  *) printf '|   %s  NVIDIA GeForce RTX 4090        Off |   00000000:%s:00.0 Off |                  Off |\n' 0 01 1 41 ;;
+esac
+STUB
+  stub lspci - <<<'printf "01:00.0 VGA compatible controller: NVIDIA Corporation AD102 [GeForce RTX 4090] (rev a1)\n\tCapabilities: [100 v1] Device Serial Number 48-b0-2d-ff-ff-12-34-56\n"'
+  stub dmesg - <<<'printf "[    1.0] iommu: Default domain type: Translated\n[    2.0] usb 1-1: unrelated\n[    3.0] NVRM: GPU at PCI:0000:01:00: GPU-3f1c2d4e-1111-2222-3333-444455556666\n"'
+  stub mokutil - <<<'echo "SecureBoot disabled"'
+  stub modinfo - <<<'printf "filename:       /lib/modules/x/updates/dkms/nvidia.ko\nversion:        565.57.01\nlicense:        Dual MIT/GPL\n"'
+  local b="${BATS_TEST_TMPDIR}/bundle" before
+  before=$(files_outside)
+  run_build --root "${ROOT}" doctor --collect "${b}"
+  assert_success
+  assert_output --partial "bundle ${b}:"
+  assert_output --partial "build.sh doctor --from ${b}"
+  assert_equal "$(files_outside)" "${before}"
+  local f
+  for f in MANIFEST.txt nvidia-smi.txt nvidia-smi-q.txt nvidia-smi-topo-m.txt nvidia-smi-topo-p2p.txt \
+    nvidia-smi-nvlink.txt lspci.txt dmesg.txt cmdline.txt nvidia-version.txt nvidia-params.txt modinfo.txt \
+    modprobe.txt secure-boot.txt sysfs.txt userspace.txt nvidia-p2p.txt; do
+    assert_file_exist "${b}/${f}"
+  done
+  assert_equal "$(find "${b}" -name '.*' | wc -l)" 0
+  run grep -c $'^ok\t' "${b}/MANIFEST.txt"
+  assert_output 16
+  run grep -rE '13232220400|48-b0-2d|3f1c2d4e' "${b}"
+  assert_failure
+  run grep -c 'unrelated' "${b}/dmesg.txt"
+  assert_output 0
+  run grep -F 'sysfs-gpu 0000:41:00.0' "${b}/sysfs.txt"
+  assert_success
+  run "${DOCTOR}" --from "${b}"
+  assert_failure 30
+  assert_output --partial "rebar-off (GPU1)"
+  assert_output --partial "iommu-translated"
+  assert_output --regexp "evidence: sysfs.txt:[0-9]+: iommu_group_type DMA-FQ"
+}
+
+@test "--collect refuses a non-empty directory (2), a file (2), a place it cannot create (33)" {
+  mkdir -p "${BATS_TEST_TMPDIR}/full"
+  touch "${BATS_TEST_TMPDIR}/full/x" "${BATS_TEST_TMPDIR}/file"
+  run_build doctor --collect "${BATS_TEST_TMPDIR}/full"
+  assert_failure 2
+  assert_output --partial "not empty"
+  run_build doctor --collect "${BATS_TEST_TMPDIR}/file"
+  assert_failure 2
+  run_build doctor --collect "${BATS_TEST_TMPDIR}/file/sub"
+  assert_failure 33
+  assert_output --partial "cannot create it"
+  run_build doctor --collect "${BATS_TEST_TMPDIR}/b" --from "${BATS_TEST_TMPDIR}/full"
+  assert_failure 2
+  run_build doctor --collect "${BATS_TEST_TMPDIR}/b" --json
+  assert_failure 2
+  run_build doctor --from "${BATS_TEST_TMPDIR}/nonexistent"
+  assert_failure 33
+}
+
+@test "doctor --help documents its modes, options and exit codes; help exit-codes lists 30-33" {
+  run_build doctor --help
+  assert_success
+  local s
+  for s in "--collect DIR" "--from DIR" "--verify" "--json" "30 a finding" "31 insufficient" "32 fewer" "33 nothing"; do
+    assert_output --partial "${s}"
+  done
+  run_build help exit-codes
+  assert_output --regexp '30[[:space:]]+doctor: a finding stops or breaks P2P'
+  run "${DOCTOR}" --help
+  assert_success
+  assert_output --partial "--brief"
+}
+
+@test "preflight shows doctor's findings before the install, and they do not make it fail" {
+  fake_gpu 0000:01:00.0 $((256 << 20)) identity
+  fake_gpu 0000:41:00.0 $((256 << 20)) identity
+  run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}"
+  assert_line --partial "warn  doctor: rebar-off (GPU 01:00.0) [blocks, certain]"
+  assert_line --partial "warn  doctor: the findings above would stop P2P with these modules too"
+  refute_output --partial "stock-module-loaded"
+}
+
+@test "the pipeline runs doctor in its preflight, before building" {
+  make_fixture
+  as_user
+  stub sudo
+  stub_dkms
+  fake_gpu 0000:01:00.0 $((256 << 20)) identity
+  fake_gpu 0000:41:00.0 $((256 << 20)) identity
+  run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --no-ccache
+  assert_success
+  assert_output --partial "doctor: rebar-off"
+  local pre build
+  pre=$(grep -n 'doctor: rebar-off' <<<"${output}" | head -n 1 | cut -d: -f1)
+  build=$(grep -n '] build ' <<<"${output}" | head -n 1 | cut -d: -f1)
+  [[ ${pre} -lt ${build} ]] || fail "doctor's line (${pre}) after the build stage (${build})"
+}
+
+@test "build.sh verify points to doctor when P2P fails, and keeps the tool's exit code" {
+  local data="${BATS_TEST_TMPDIR}/data"
+  mkdir -p "${data}/verify"
+  printf 'all:\n\t@true\n' >"${data}/verify/Makefile"
+  printf '#!/bin/sh\necho "== VERDICT: CORRUPTION (exit 21) =="\nexit 21\n' >"${data}/verify/p2p-verify"
+  chmod +x "${data}/verify/p2p-verify"
+  NVP2P_DATA_DIR="${data}" run_build verify
+  assert_failure 21
+  assert_output --partial "build.sh doctor --verify names the cause"
+  printf '#!/bin/sh\nexit 0\n' >"${data}/verify/p2p-verify"
+  NVP2P_DATA_DIR="${data}" run_build verify
+  assert_success
+  refute_output --partial "doctor"
+}

@@ -1,0 +1,743 @@
+/* test_doctor.c - unit tests of p2p-doctor's parsers, rules, input reading
+ * and JSON reader (plain C, no GPU).  One test per parser; each feeds the
+ * output as users paste it (prompts, tabs, journalctl prefixes, excerpts). */
+#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dinput.h"
+#include "djson.h"
+#include "dmodel.h"
+#include "dparse.h"
+#include "dreport.h"
+#include "drules.h"
+
+static dr_model *parse1(const char *name, const char *text)
+{
+    dr_model *m = dr_model_new();
+    dp_parse_text(m, name, text);
+    dr_unify(m);
+    return m;
+}
+
+static int has_id(const dr_diag *d, const char *id)
+{
+    for (int i = 0; i < d->nf; i++)
+        if (!strcmp(d->f[i].id, id))
+            return 1;
+    return 0;
+}
+
+static const dr_finding *get_id(const dr_diag *d, const char *id)
+{
+    for (int i = 0; i < d->nf; i++)
+        if (!strcmp(d->f[i].id, id))
+            return &d->f[i];
+    return NULL;
+}
+
+static int gpu_by_bus(const dr_model *m, const char *b)
+{
+    for (int g = 0; g < m->ngpus; g++)
+        if (!strcmp(m->gpus[g].busid, b))
+            return g;
+    return -1;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void test_helpers(void)
+{
+    char b[16], v[24], k[96];
+    CHECK_INT(dp_find_busid("nvidia 0000:41:00.0: AMD-Vi: Event logged", b, sizeof b), 0);
+    CHECK_STR(b, "0000:41:00.0");
+    CHECK_INT(dp_find_busid("GPU 00000000:1A:00.0", b, sizeof b), 0);
+    CHECK_STR(b, "0000:1a:00.0");
+    CHECK_INT(dp_find_busid("Request device [82:00.0] fault addr", b, sizeof b), 0);
+    CHECK_STR(b, "0000:82:00.0");
+    CHECK_INT(dp_find_busid("NVRM: BAR1 is 0M @ 0x0 (PCI:0000:41:00.0)", b, sizeof b), 0);
+    CHECK_STR(b, "0000:41:00.0");
+    CHECK_INT(dp_find_busid("NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.", b, sizeof b), 0);
+    CHECK_STR(b, "0000:01:00.0");
+    CHECK_INT(dp_find_busid("at 12:30:45.5 nothing", b, sizeof b), -1); /* a time: device 0x45 > 0x1f */
+    CHECK_INT(dp_find_busid("no address here", b, sizeof b), -1);
+    CHECK_INT(dp_find_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release", v, sizeof v), 0);
+    CHECK_STR(v, "550.54.15");
+    CHECK_INT(dp_find_version("[  123.456789] NVRM: loading", v, sizeof v), -1); /* a timestamp is no version */
+    CHECK_INT(dp_find_version("CUDA Version: 12.4", v, sizeof v), -1);
+    CHECK_INT(dp_find_version("NVML library version: 570.124", v, sizeof v), 0);
+    CHECK_STR(v, "570.124");
+    CHECK(dp_vercmp("575.51.02", "575") >= 0);
+    CHECK(dp_vercmp("570.211.01", "575") < 0);
+    CHECK(dp_vercmp("580.95.05", "580.95.05") == 0);
+    dp_model_key("NVIDIA Corporation AD102 [GeForce RTX 4090]", k, sizeof k);
+    CHECK_STR(k, "rtx 4090");
+    dp_model_key("NVIDIA GeForce RTX 4090", k, sizeof k);
+    CHECK_STR(k, "rtx 4090");
+    dp_model_key("NVIDIA GeForce RTX 4090 D", k, sizeof k);
+    CHECK_STR(k, "rtx 4090 d");
+    char line[] = "\x1b[1mGPU0\x1b[0m\t X \tNV4\r";
+    dp_clean_line(line, strlen(line));
+    CHECK_STR(line, "GPU0  X  NV4");
+}
+
+/* ------------------------------------------------------------ one test per parser */
+
+static void t_smi_table(void)
+{
+    dr_model *m = parse1("nvidia-smi.txt",
+                         "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+                         "|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0  On |                  Off |\n"
+                         "| 30%   35C    P8             25W /  450W |     433MiB /  24564MiB |      0%      Default |\n"
+                         "|   1  NVIDIA GeForce RTX 4090        Off |   00000000:41:00.0 Off |                  Off |\n"
+                         "|  0%   33C    P8             18W /  450W |       2MiB /  24564MiB |      0%      Default |\n");
+    CHECK_INT(m->ngpus, 2);
+    int g0 = gpu_by_bus(m, "0000:01:00.0"), g1 = gpu_by_bus(m, "0000:41:00.0");
+    CHECK(g0 >= 0 && g1 >= 0);
+    if (g0 >= 0 && g1 >= 0) {
+        CHECK_STR(m->gpus[g0].name, "NVIDIA GeForce RTX 4090");
+        CHECK_INT(m->gpus[g0].smi_index, 0);
+        CHECK_INT(m->gpus[g0].display.v, 1); /* Disp.A On */
+        CHECK_INT(m->gpus[g1].display.v, 0);
+        CHECK_INT(m->gpus[g1].vram_mib.v, 24564);
+    }
+    CHECK_STR(m->sys.smi_driver_version, "550.54.15");
+    dr_model_free(m);
+    m = parse1("x.txt", "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 570.124\n");
+    CHECK_INT(m->sys.nvml_mismatch.v, 1);
+    CHECK_STR(m->sys.userspace_versions[0], "570.124");
+    dr_model_free(m);
+    m = parse1("x.txt", "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-[removed])\nGPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-x)\n");
+    CHECK_INT(m->ngpus, 2);
+    dr_model_free(m);
+}
+
+static void t_smi_q(void)
+{
+    const char *q = "==============NVSMI LOG==============\n"
+                    "Driver Version                            : 565.57.01\n"
+                    "Attached GPUs                             : 1\n"
+                    "GPU 00000000:2B:00.0\n"
+                    "    Product Name                          : NVIDIA GeForce RTX 3090\n"
+                    "    Display Active                        : Enabled\n"
+                    "    PCI\n"
+                    "        GPU Link Info\n"
+                    "            PCIe Generation\n"
+                    "                Max                       : 3\n"
+                    "                Current                   : 1\n"
+                    "            Link Width\n"
+                    "                Max                       : 16x\n"
+                    "                Current                   : 8x\n"
+                    "    FB Memory Usage\n"
+                    "        Total                             : 24576 MiB\n"
+                    "    BAR1 Memory Usage\n"
+                    "        Total                             : 256 MiB\n"
+                    "        Used                              : 3 MiB\n";
+    dr_model *m = parse1("nvidia-smi-q.txt", q);
+    CHECK_INT(m->ngpus, 1);
+    if (m->ngpus == 1) {
+        dr_gpu *g = &m->gpus[0];
+        CHECK_STR(g->busid, "0000:2b:00.0");
+        CHECK_STR(g->name, "NVIDIA GeForce RTX 3090");
+        CHECK_INT(g->bar1_mib.v, 256);
+        CHECK_INT(g->bar1_used_mib.v, 3);
+        CHECK_INT(g->vram_mib.v, 24576);
+        CHECK_INT(g->gen_max.v, 3);
+        CHECK_INT(g->width_cur.v, 8);
+        CHECK_INT(g->display.v, 1);
+        CHECK_INT(g->smi_index, 0);
+        CHECK_INT(g->bar1_mib.ev.line, 18); /* the evidence is the line itself */
+    }
+    dr_model_free(m);
+    /* an excerpt (grep -A3 bar): facts of an unidentified GPU */
+    m = parse1("q.txt", "user@host:~$ nvidia-smi -q | grep -i bar -A 3\n    BAR1 Memory Usage\n"
+                        "        Total                                          : 256 MiB\n");
+    CHECK_INT(m->ngpus, 0);
+    CHECK_INT(m->nrecs, 1);
+    CHECK_INT(m->recs[0].anon, 1);
+    CHECK_INT(m->recs[0].bar1_mib.v, 256);
+    dr_model_free(m);
+}
+
+static void t_topo(void)
+{
+    dr_model *m = parse1("topo.txt", "\tGPU0\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+                                     "GPU0\t X \tNV4\tSYS\t0-15\t0\t\tN/A\n"
+                                     "GPU1\tNV4\t X \tSYS\t0-15\t0\t\tN/A\n"
+                                     "GPU2\tSYS\tSYS\t X \t16-31\t1\t\tN/A\n\nLegend:\n\n  X    = Self\n");
+    CHECK_INT(m->ngpus, 3);
+    int topo = 0, nv = 0;
+    for (int i = 0; i < m->npobs; i++)
+        if (m->pobs[i].kind == DR_OBS_TOPO) {
+            topo++;
+            if (!strcmp(m->pobs[i].text, "NV4"))
+                nv++;
+        }
+    CHECK_INT(topo, 6);
+    CHECK_INT(nv, 2);
+    int g2 = -1;
+    for (int g = 0; g < m->ngpus; g++)
+        if (m->gpus[g].smi_index == 2)
+            g2 = g;
+    CHECK(g2 >= 0 && m->gpus[g2].numa.v == 1);
+    CHECK(m->files[0].kinds & DR_K_TOPO);
+    dr_model_free(m);
+    /* topo -p2p: a row "GPU0 X CNS" is not a header */
+    m = parse1("p2p.txt", "nvidia-smi topo -p2p rw\n        GPU0    GPU1\n GPU0   X       CNS\n GPU1   CNS     X\n");
+    int cns = 0;
+    for (int i = 0; i < m->npobs; i++)
+        if (m->pobs[i].kind == DR_OBS_P2PCAP && !strcmp(m->pobs[i].text, "CNS"))
+            cns++;
+    CHECK_INT(cns, 2);
+    CHECK_INT(m->ngpus, 2);
+    dr_model_free(m);
+}
+
+static void t_nvlink(void)
+{
+    dr_model *m = parse1("nvlink.txt", "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-a)\n\t Link 0: 14.062 GB/s\n"
+                                       "\t Link 1: 14.062 GB/s\n\t Link 2: <inactive>\n"
+                                       "GPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-b)\n\t Link 0: <inactive>\n");
+    CHECK_INT(m->ngpus, 2);
+    for (int g = 0; g < m->ngpus; g++)
+        CHECK_INT(m->gpus[g].nvlinks.v, m->gpus[g].smi_index == 0 ? 2 : 0);
+    dr_model_free(m);
+}
+
+static void t_lspci(void)
+{
+    const char *t = "00:01.1 PCI bridge: AMD Starship/Matisse GPP Bridge (prog-if 00 [Normal decode])\n"
+                    "\tBus: primary=00, secondary=01, subordinate=02, sec-latency=0\n"
+                    "\tCapabilities: [58] Express (v2) Root Port (Slot+), MSI 00\n"
+                    "01:00.0 PCI bridge: PLX Technology, Inc. PEX 8747 (rev ca)\n"
+                    "\tBus: primary=01, secondary=02, subordinate=02, sec-latency=0\n"
+                    "\tCapabilities: [68] Express (v2) Downstream Port (Slot+), MSI 00\n"
+                    "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-\n"
+                    "02:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)\n"
+                    "\tRegion 0: Memory at fb000000 (32-bit, non-prefetchable) [size=16M]\n"
+                    "\tRegion 1: Memory at <unassigned> (64-bit, prefetchable) [disabled] [size=32G]\n"
+                    "\tRegion 3: Memory at 7800000000 (64-bit, prefetchable) [size=32M]\n"
+                    "\tCapabilities: [bb0 v1] Physical Resizable BAR\n"
+                    "\t\tBAR 1: current size: 256MB, supported: 64MB 128MB 256MB\n"
+                    "\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM L0s L1\n"
+                    "\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x4 (downgraded)\n"
+                    "\tKernel driver in use: nvidia\n"
+                    "02:00.1 Audio device: NVIDIA Corporation GA102 High Definition Audio Controller (rev a1)\n";
+    dr_model *m = parse1("lspci.txt", t);
+    CHECK_INT(m->ngpus, 1); /* the audio function is no GPU */
+    CHECK_INT(m->nbridges, 2);
+    if (m->ngpus == 1) {
+        dr_gpu *g = &m->gpus[0];
+        CHECK_STR(g->busid, "0000:02:00.0");
+        CHECK_INT(g->bar1_unassigned.v, 1);
+        CHECK_INT(g->rebar_cur_mib.v, 256);
+        CHECK_INT(g->rebar_max_mib.v, 256);
+        CHECK_INT(g->width_cur.v, 4);
+        CHECK_INT(g->width_max.v, 16);
+        CHECK_INT(g->width_downgraded.v, 1);
+        CHECK_INT(g->speed_downgraded.v, 1);
+        CHECK_INT(g->gen_dev_max.v, 4);
+    }
+    CHECK_INT(m->bridges[0].type, 1);
+    CHECK_INT(m->bridges[1].type, 2);
+    CHECK_INT(m->bridges[1].sec, 2);
+    CHECK_INT(m->bridges[1].req_redir, 1);
+    CHECK_INT(m->bridges[1].cmplt_redir, 0);
+    dr_model_free(m);
+    /* lspci -v (no root): "Memory at" without "Region N:" */
+    m = parse1("lspci.txt", "52:00.0 VGA compatible controller: NVIDIA Corporation Device 2684 (rev a1)\n"
+                            "\tMemory at b8000000 (32-bit, non-prefetchable) [size=16M]\n"
+                            "\tMemory at 10ffc0000000 (64-bit, prefetchable) [size=256M]\n"
+                            "\tCapabilities: <access denied>\n");
+    CHECK_INT(m->ngpus, 1);
+    CHECK_INT(m->gpus[0].bar1_mib.v, 256);
+    CHECK_INT(m->sys.lspci_denied.v, 1);
+    dr_model_free(m);
+}
+
+static void t_dmesg(void)
+{
+    const char *t =
+        "Mar 05 10:01:02 box kernel: Command line: BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro amd_iommu=on iommu=pt\n"
+        "[    0.500000] iommu: Default domain type: Translated\n"
+        "[   10.000000] AMD-Vi: Event logged [IO_PAGE_FAULT device=41:00.0 domain=0x000d address=0xf000 flags=0x0020]\n"
+        "[   11.000000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct 22 23:09:01 UTC 2024\n"
+        "[   12.000000] NVRM: API mismatch: the client has the version 550.67, but\n"
+        "[   12.000000] NVRM: this kernel module has the version 550.127.05.  Please make sure that this\n"
+        "[   13.000000] pci 0000:01:00.0: BAR 1 [mem size 0x800000000 64bit pref]: can't assign; no space\n"
+        "[   14.000000] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:667)\n"
+        "[   15.000000] Loading of unsigned module is rejected\n"
+        "[   16.000000] NVRM: kbusEnableStaticBar1Mapping_GH100: static BAR1 reported error\n"
+        "[   17.000000] pci 0000:01:00.0: vgaarb: setting as boot VGA device\n";
+    dr_model *m = parse1("dmesg.txt", t);
+    dr_sys *s = &m->sys;
+    CHECK_INT(s->cmd_iommu_pt.v, 1);
+    CHECK_INT(s->iommu_translated.v, 1);
+    CHECK_INT(s->iommu_fault.v, 1);
+    CHECK_INT(s->nfault_dev, 1);
+    CHECK_STR(s->fault_dev[0], "0000:41:00.0");
+    CHECK_INT(s->module_open.v, 0);
+    CHECK_STR(s->loaded_version, "550.127.05");
+    CHECK_INT(s->api_mismatch.v, 1);
+    CHECK_STR(s->api_client, "550.67");
+    CHECK_STR(s->api_module, "550.127.05");
+    CHECK_INT(s->nnospace, 1);
+    CHECK_INT(s->nospace[0].bar, 1);
+    CHECK_INT(s->init_failed.v, 1);
+    CHECK_INT(s->module_rejected.v, 1);
+    CHECK_INT(s->static_bar1_error.v, 1);
+    CHECK_INT(s->nconsole, 1);
+    CHECK(m->files[0].kinds & DR_K_DMESG);
+    dr_model_free(m);
+    /* nothing in ordinary kernel chatter */
+    m = parse1("dmesg.txt", "[    1.0] usb 1-1: new high-speed USB device number 2 using xhci_hcd\n"
+                            "[    2.0] EXT4-fs (nvme0n1p2): mounted filesystem\n");
+    CHECK_INT(m->files[0].kinds, 0);
+    CHECK_INT(m->sys.iommu_fault.v, -1);
+    dr_model_free(m);
+}
+
+static void t_cmdline_options(void)
+{
+    dr_model *m = parse1("cmdline.txt", "initrd=\\EFI\\debian\\initrd.img root=UUID=1 rw intel_iommu=on\n");
+    CHECK_INT(m->sys.cmd_iommu_on.v, 1);
+    CHECK_INT(m->sys.cmd_iommu_pt.v, -1);
+    dr_model_free(m);
+    m = parse1("grub.txt", "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash amd_iommu=on iommu=pt pcie_acs_override=downstream\"\n");
+    CHECK_INT(m->sys.cmd_iommu_pt.v, 1);
+    CHECK_INT(m->sys.acs_override.v, 1);
+    dr_model_free(m);
+    m = parse1("modprobe.txt", "/etc/modprobe.d/p2p.conf:options nvidia NVreg_EnableResizableBar=1 "
+                               "NVreg_RegistryDwords=\"ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=1\"\n");
+    CHECK_INT(m->sys.configured.present, 1);
+    CHECK_INT(m->sys.configured.n, 3);
+    CHECK_STR(m->sys.configured.key[0], "ForceP2P");
+    CHECK_INT(m->sys.configured.val[0], 0x11);
+    CHECK_INT(m->sys.configured.val[1], 1);
+    CHECK_INT(m->sys.rebar_option_configured.v, 1);
+    dr_model_free(m);
+    m = parse1("params.txt", "EnableResizableBar: 0\nRegistryDwords: \"\"\n");
+    CHECK_INT(m->sys.applied.present, 1);
+    CHECK_INT(m->sys.applied.n, 0);
+    CHECK_INT(m->sys.rebar_option_applied.v, 0);
+    dr_model_free(m);
+    /* Talos-style list without the NVreg_ prefix */
+    m = parse1("modprobe.txt", "RegistryDwords=\"ForceP2P=17;RMForceP2PType=1\"\n");
+    CHECK_INT(m->sys.configured.n, 2);
+    CHECK_INT(m->sys.configured.val[0], 17);
+    dr_model_free(m);
+}
+
+static void t_version_modinfo(void)
+{
+    dr_model *m = parse1("version.txt",
+                         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  "
+                         "(user@box)  Tue Nov 25 09:01:12 UTC 2026\nGCC version:  gcc version 12.2.0\n");
+    CHECK_STR(m->sys.module_version, "565.57.01");
+    CHECK_INT(m->sys.module_open.v, 1);
+    dr_model_free(m);
+    m = parse1("modinfo.txt", "filename:       /lib/modules/6.1.0-27-amd64/updates/dkms/nvidia.ko.xz\n"
+                              "version:        565.57.01\nlicense:        Dual MIT/GPL\nsrcversion:     ABC\n"
+                              "vermagic:       6.1.0-27-amd64 SMP preempt mod_unload modversions\n");
+    CHECK_STR(m->sys.modinfo_version, "565.57.01");
+    CHECK_INT(m->sys.modinfo_proprietary.v, 0);
+    CHECK_INT(m->sys.modinfo_signed.v, 0);
+    dr_model_free(m);
+    m = parse1("modinfo.txt", "filename:       /lib/modules/6.1/kernel/drivers/video/nvidia.ko\nlicense:        NVIDIA\n"
+                              "signer:         DKMS module signing key\n");
+    CHECK_INT(m->sys.modinfo_proprietary.v, 1);
+    CHECK_INT(m->sys.modinfo_signed.v, 1);
+    dr_model_free(m);
+    m = parse1("ls.txt", "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15\n/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15\n");
+    CHECK_INT(m->sys.nuserspace, 1);
+    CHECK_STR(m->sys.userspace_versions[0], "550.54.15");
+    dr_model_free(m);
+}
+
+static void t_cuda_samples(void)
+{
+    dr_model *m = parse1("p2pBandwidthLatencyTest.txt",
+                         "Device: 0, NVIDIA GeForce RTX 4090, pciBusID: 1a, pciDeviceID: 0, pciDomainID:0\n"
+                         "Device: 1, NVIDIA GeForce RTX 4060 Ti, pciBusID: 68, pciDeviceID: 0, pciDomainID:0\n"
+                         "Device=0 CANNOT Access Peer Device=1\n"
+                         "Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)\n   D\\D     0      1 \n"
+                         "     0 918.31  25.76 \n     1  25.95 923.67 \n"
+                         "Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)\n   D\\D     0      1 \n"
+                         "     0 919.56  41.38 \n     1  41.38 923.19 \n");
+    CHECK_INT(m->ngpus, 2);
+    int acc = 0, bw = 0;
+    for (int i = 0; i < m->npobs; i++) {
+        if (m->pobs[i].kind == DR_OBS_ACCESS && m->pobs[i].val == 0)
+            acc++;
+        if (m->pobs[i].kind == DR_OBS_BW && m->pobs[i].val == DR_BW_BI) {
+            bw++;
+            CHECK_NEAR(m->pobs[i].x, m->pobs[i].a == 0 ? 41.38 : 41.38, 0.01);
+            CHECK_NEAR(m->pobs[i].y, m->pobs[i].a == 0 ? 25.76 : 25.95, 0.01);
+        }
+    }
+    CHECK_INT(acc, 1);
+    CHECK_INT(bw, 2);
+    CHECK(gpu_by_bus(m, "0000:1a:00.0") >= 0);
+    dr_model_free(m);
+    m = parse1("simpleP2P.txt", "> Peer access from NVIDIA GeForce RTX 4090 (GPU0) -> NVIDIA GeForce RTX 4090 (GPU1) : Yes\n"
+                                "Enabling peer access between GPU0 and GPU1...\n"
+                                "Verification error @ element 1: val = nan, ref = 4.000000\n"
+                                "Verification error @ element 2: val = nan, ref = 8.000000\nTest failed!\n");
+    int corrupt = 0;
+    for (int i = 0; i < m->npobs; i++)
+        if (m->pobs[i].kind == DR_OBS_CORRUPT && m->pobs[i].val == 1)
+            corrupt++;
+    CHECK_INT(corrupt, 2); /* both directions of the pair */
+    CHECK_INT(m->sys.simplep2p_failed.v, 1);
+    dr_model_free(m);
+    m = parse1("simpleP2P.txt", "CUDA error at simpleP2P.cu:130 code=205(cudaErrorMapBufferObjectFailed) "
+                                "\"cudaDeviceEnablePeerAccess(gpuid[1], 0)\"\n");
+    CHECK_INT(m->sys.p2p_error.v, 1);
+    dr_model_free(m);
+}
+
+static void t_nccl(void)
+{
+    dr_model *m = parse1("nccl.txt",
+                         "#  Rank  0 Group  0 Pid  11547 on     host device  0 [0x01] NVIDIA GeForce RTX 4090\n"
+                         "#  Rank  1 Group  0 Pid  11547 on     host device  1 [0x41] NVIDIA GeForce RTX 4090\n"
+                         "host:1:2 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[41000] via P2P/IPC\n"
+                         "host:1:2 [1] NCCL INFO Channel 00/0 : 1[41000] -> 0[1000] via SHM/direct/direct\n"
+                         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                         "     8388608       2097152     float     sum      -1    412.3   20.35   20.35      3    410.1   20.45   20.45      0\n"
+                         "# Out of bounds values : 3 FAILED\n");
+    CHECK_INT(m->ngpus, 2);
+    CHECK(gpu_by_bus(m, "0000:41:00.0") >= 0);
+    int p2p = 0, shm = 0;
+    for (int i = 0; i < m->npobs; i++)
+        if (m->pobs[i].kind == DR_OBS_NCCL) {
+            if (!strcmp(m->pobs[i].text, "P2P"))
+                p2p++;
+            else if (!strcmp(m->pobs[i].text, "SHM"))
+                shm++;
+        }
+    CHECK_INT(p2p, 1);
+    CHECK_INT(shm, 1);
+    CHECK_INT(m->sys.nccl_wrong.v, 1);
+    dr_model_free(m);
+}
+
+static void t_verify_text(void)
+{
+    dr_model *m = parse1("verify.txt",
+                         "p2p-verify 1.0.0 - GPU peer-to-peer verification (2026-11-20T23:43:36Z, host vm)\n"
+                         "0    NVIDIA H200                0000:00:06.0  256 GiB   gen5 x16  gen5 x16  18 links active\n"
+                         "1    NVIDIA H200                0000:00:07.0  256 GiB   gen5 x16  gen5 x16  18 links active\n"
+                         "  GPU0->GPU1   cudaMemcpyPeerAsync (CE)           24       1.88 GiB  OK\n"
+                         "== VERDICT: PASS (exit 0) ==\n");
+    CHECK_INT(m->ngpus, 2);
+    CHECK_INT(m->sys.verify_status.v, 0);
+    if (m->ngpus == 2)
+        CHECK_INT(m->gpus[0].bar1_mib.v, 262144);
+    dr_model_free(m);
+}
+
+static void t_collect_lines(void)
+{
+    dr_model *m = parse1("sysfs.txt", "iommu-present: 1\nsysfs-gpu 0000:01:00.0\n  bar1_bytes 34359738368\n"
+                                      "  boot_vga 1\n  max_link_width 16\n  current_link_width 8\n"
+                                      "  iommu_group_type DMA-FQ\nsysfs-gpu 0000:41:00.0\n  bar1_bytes 0\nsysfs-gpus: 2\n");
+    CHECK_INT(m->ngpus, 2);
+    int g0 = gpu_by_bus(m, "0000:01:00.0"), g1 = gpu_by_bus(m, "0000:41:00.0");
+    CHECK(g0 >= 0 && g1 >= 0);
+    if (g0 >= 0 && g1 >= 0) {
+        CHECK_INT(m->gpus[g0].bar1_mib.v, 32768);
+        CHECK_INT(m->gpus[g0].boot_vga.v, 1);
+        CHECK_INT(m->gpus[g0].width_cur.v, 8);
+        CHECK_INT(m->gpus[g1].bar1_unassigned.v, 1);
+    }
+    CHECK_INT(m->sys.ngroup_type, 1);
+    CHECK_INT(m->sys.group_type[0].type, 1);
+    CHECK_INT(m->sys.sysfs_gpus.v, 2);
+    dr_model_free(m);
+    m = parse1("nvidia-p2p.txt", "nvidia-p2p-installed: 565.57.01\nnvidia-p2p-srcversion: AAA\nloaded-srcversion: BBB\n");
+    CHECK_STR(m->sys.p2p_installed, "565.57.01");
+    CHECK_STR(m->sys.p2p_srcversion, "AAA");
+    CHECK_STR(m->sys.loaded_srcversion, "BBB");
+    dr_model_free(m);
+}
+
+void test_doctor_parsers(void)
+{
+    test_helpers();
+    t_smi_table();
+    t_smi_q();
+    t_topo();
+    t_nvlink();
+    t_lspci();
+    t_dmesg();
+    t_cmdline_options();
+    t_version_modinfo();
+    t_cuda_samples();
+    t_nccl();
+    t_verify_text();
+    t_collect_lines();
+}
+
+/* ------------------------------------------------------------ rules */
+
+/* Diagnose texts given as name, text pairs (NULL-terminated). */
+static dr_model *g_m;
+static dr_diag g_d;
+static void diag(int preinstall, const char *tag, ...)
+{
+    if (g_m) {
+        dr_diag_free(&g_d);
+        dr_model_free(g_m);
+    }
+    g_m = dr_model_new();
+    va_list ap;
+    va_start(ap, tag);
+    const char *name;
+    while ((name = va_arg(ap, const char *))) {
+        const char *text = va_arg(ap, const char *);
+        dp_parse_text(g_m, name, text);
+    }
+    va_end(ap);
+    dr_unify(g_m);
+    dr_opts o;
+    memset(&o, 0, sizeof o);
+    o.preinstall = preinstall;
+    if (tag)
+        snprintf(o.tag, sizeof o.tag, "%s", tag);
+    dr_diagnose(g_m, &o, &g_d);
+}
+
+static const char *SMI2 =
+    "|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |\n"
+    "|  0%   34C    P8             21W /  450W |       2MiB /  24564MiB |      0%      Default |\n"
+    "|   1  NVIDIA GeForce RTX 4090        Off |   00000000:41:00.0 Off |                  Off |\n"
+    "|  0%   33C    P8             18W /  450W |       2MiB /  24564MiB |      0%      Default |\n";
+static const char *CAN = "Device=0 CAN Access Peer Device=1\nDevice=1 CAN Access Peer Device=0\n";
+static const char *CANNOT = "Device=0 CANNOT Access Peer Device=1\nDevice=1 CANNOT Access Peer Device=0\n";
+
+void test_doctor_rules(void)
+{
+    /* observed access outranks what the configuration suggests */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CAN, "cmdline.txt", "root=/dev/sda ro intel_iommu=on\n", NULL);
+    CHECK(!has_id(&g_d, "iommu-translated"));
+    CHECK_INT(g_d.npairs, 2);
+    CHECK_INT(g_d.pairs[0].verdict, DR_V_P2P);
+    CHECK_INT(g_d.pairs[0].basis, DR_BASIS_OBSERVED);
+    CHECK(has_id(&g_d, "insufficient-data")); /* data integrity never checked */
+    CHECK_INT(g_d.exit_code, DR_EXIT_INSUFFICIENT);
+    /* the same configuration with failing pairs: likely, and blocking */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "cmdline.txt", "root=/dev/sda ro intel_iommu=on\n", NULL);
+    const dr_finding *f = get_id(&g_d, "iommu-translated");
+    CHECK(f && f->certainty == DR_CERT_LIKELY && f->severity == DR_SEV_BLOCKS);
+    CHECK_INT(g_d.exit_code, DR_EXIT_BLOCKED);
+    CHECK_INT(g_d.pairs[0].verdict, DR_V_HOST);
+    CHECK(g_d.pairs[0].ncauses == 1 && !strcmp(g_d.pairs[0].causes[0], "iommu-translated"));
+    /* iommu=pt wins over intel_iommu=on */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "cmdline.txt", "root=/dev/sda ro intel_iommu=on iommu=pt\n",
+         NULL);
+    CHECK(!has_id(&g_d, "iommu-translated"));
+    /* identical GeForce cards, no access, no visible cause: stock module only "possible" */
+    CHECK(has_id(&g_d, "stock-module-loaded"));
+    CHECK_INT(get_id(&g_d, "stock-module-loaded")->certainty, DR_CERT_POSSIBLE);
+    CHECK(has_id(&g_d, "insufficient-data"));
+    CHECK_INT(g_d.exit_code, DR_EXIT_INSUFFICIENT);
+    /* ...but not when the open module is known to be loaded */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "v.txt",
+         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build\n", NULL);
+    CHECK(!has_id(&g_d, "stock-module-loaded"));
+    /* before the install the loaded module's state is not a finding */
+    diag(1, "565.57.01", "v.txt", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct 22\n",
+         "nvidia-smi.txt", SMI2, NULL);
+    CHECK(!has_id(&g_d, "stock-module-loaded"));
+    diag(0, NULL, "v.txt", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05  Tue Oct 22\n", "nvidia-smi.txt",
+         SMI2, NULL);
+    CHECK(has_id(&g_d, "stock-module-loaded"));
+    /* registry keys by generation: the tag to be installed counts before the install */
+    diag(1, "580.95.05", "modprobe.txt", "options nvidia NVreg_RegistryDwords=\"ForceP2P=0x11;RMForceP2PType=2\"\n", NULL);
+    CHECK(has_id(&g_d, "regkeys-wrong-generation"));
+    diag(1, "570.211.01", "modprobe.txt", "options nvidia NVreg_RegistryDwords=\"ForceP2P=0x11;RMForceP2PType=2\"\n", NULL);
+    CHECK(!has_id(&g_d, "regkeys-wrong-generation"));
+    diag(1, "570.211.01", "modprobe.txt",
+         "options nvidia NVreg_RegistryDwords=\"ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=1\"\n", NULL);
+    CHECK(has_id(&g_d, "regkeys-wrong-generation"));
+    /* ours loaded without its keys */
+    diag(0, NULL, "nvidia-p2p.txt", "nvidia-p2p-installed: 575.64.05\n", "v.txt",
+         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.64.05  Release Build\n", "params.txt",
+         "RegistryDwords: \"ForceP2P=0x11;RMForceP2PType=1\"\n", "nvidia-smi.txt", SMI2, NULL);
+    f = get_id(&g_d, "p2p-options-missing");
+    CHECK(f && strstr(f->summary, "RMPcieP2PType"));
+    /* BAR1: 256 MiB is Resizable BAR off; at its maximum and below VRAM is the other id */
+    diag(0, NULL, "q.txt",
+         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 24564 MiB\n    BAR1 Memory Usage\n"
+         "        Total : 256 MiB\n",
+         NULL);
+    CHECK(has_id(&g_d, "rebar-off"));
+    CHECK(!has_id(&g_d, "bar1-smaller-than-vram"));
+    diag(0, NULL, "q.txt",
+         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 49140 MiB\n    BAR1 Memory Usage\n"
+         "        Total : 32768 MiB\n",
+         NULL);
+    CHECK(has_id(&g_d, "bar1-smaller-than-vram"));
+    CHECK(!has_id(&g_d, "rebar-off"));
+    diag(0, NULL, "q.txt",
+         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 24564 MiB\n    BAR1 Memory Usage\n"
+         "        Total : 32768 MiB\n",
+         NULL);
+    CHECK(!has_id(&g_d, "bar1-smaller-than-vram") && !has_id(&g_d, "rebar-off"));
+    /* models: truncated names of one model are one model */
+    diag(0, NULL, "smi.txt",
+         "|   0  NVIDIA RTX 6000 Ada Gene...    Off |   00000000:01:00.0 Off |                  Off |\n"
+         "|   1  NVIDIA RTX 6000 Ada Gene...    Off |   00000000:41:00.0 Off |                  Off |\n",
+         NULL);
+    CHECK(!has_id(&g_d, "mixed-gpu-models"));
+    diag(0, NULL, "p.txt",
+         "Device: 0, NVIDIA GeForce RTX 4090, pciBusID: 1, pciDeviceID: 0, pciDomainID:0\n"
+         "Device: 1, NVIDIA GeForce RTX 4060 Ti, pciBusID: 2, pciDeviceID: 0, pciDomainID:0\n",
+         NULL);
+    f = get_id(&g_d, "mixed-gpu-models");
+    CHECK(f && f->certainty == DR_CERT_LIKELY); /* not observed: likely */
+    /* a self-test's injected corruption is no fault */
+    diag(0, NULL, "v.txt",
+         "CORRUPTION GPU0->GPU1 cudaMemcpyPeerAsync size=4096 first bad offset 0x0: expected 0x1a found 0x00\n"
+         "    ^ self-test: zero-chunk injected at offset 0x0 (4096 bytes) - caught at exactly that offset\n",
+         NULL);
+    CHECK(!has_id(&g_d, "p2p-data-corruption"));
+    /* outputs that disagree on the GPUs are said to */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "topo.txt",
+         "\tGPU0\tGPU1\tGPU2\n GPU0\t X \tPHB\tPHB\n GPU1\tPHB\t X \tPHB\n GPU2\tPHB\tPHB\t X \n", NULL);
+    CHECK_INT(g_d.inconsistent, 1);
+    /* no GPU at all: exit 32, unless something stops P2P */
+    diag(0, NULL, "sysfs.txt", "iommu-present: 0\nsysfs-gpus: 0\n", NULL);
+    CHECK_INT(g_d.exit_code, DR_EXIT_NO_PAIR);
+    CHECK(!has_id(&g_d, "insufficient-data"));
+    /* every id the rules can emit is in the published list */
+    for (int i = 0; dr_finding_ids[i]; i++)
+        CHECK(strlen(dr_finding_ids[i]) > 0);
+    dr_diag_free(&g_d);
+    dr_model_free(g_m);
+    g_m = NULL;
+}
+
+/* ------------------------------------------------------------ input */
+
+static char g_dir[256];
+
+static void put(const char *name, const char *data, size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "wb");
+    if (f) {
+        fwrite(data, 1, len, f);
+        fclose(f);
+    }
+}
+
+static const dr_file *file_named(const dr_model *m, const char *name)
+{
+    for (int i = 0; i < m->nfiles; i++)
+        if (!strcmp(m->files[i].name, name))
+            return &m->files[i];
+    return NULL;
+}
+
+void test_doctor_input(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/p2pd-test-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        CHECK(!"mkdtemp");
+        return;
+    }
+    put("empty.txt", "", 0);
+    static const char bin[] = "\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\x01\0\0\0";
+    put("binary.txt", bin, sizeof bin);
+    put("truncated.txt", "|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:0", 57);
+    char *longline = malloc(20000);
+    memset(longline, 'x', 19999);
+    longline[19999] = '\0';
+    memcpy(longline + 19000, "\nIO_PAGE_FAULT device=01:00.0\n", 30);
+    put("long.txt", longline, strlen(longline));
+    free(longline);
+    put("source.txt", "IO_PAGE_FAULT in prose: never read\n", 35);
+    char p[512];
+    snprintf(p, sizeof p, "%s/link.txt", g_dir);
+    CHECK_INT(symlink("/dev/zero", p), 0);
+    snprintf(p, sizeof p, "%s/fifo.txt", g_dir);
+    CHECK_INT(mkfifo(p, 0600), 0);
+    snprintf(p, sizeof p, "%s/subdir", g_dir);
+    CHECK_INT(mkdir(p, 0700), 0);
+    dr_model *m = dr_model_new();
+    dr_limits lim = {1 << 20, 4 << 20};
+    int n = dr_read_dir(m, g_dir, &lim);
+    CHECK_INT(n, 2); /* truncated.txt and long.txt */
+    const dr_file *f;
+    CHECK((f = file_named(m, "empty.txt")) && !strcmp(f->status, "empty"));
+    CHECK((f = file_named(m, "binary.txt")) && !strcmp(f->status, "skipped") && strstr(f->note, "binary"));
+    CHECK((f = file_named(m, "link.txt")) && !strcmp(f->status, "skipped") && strstr(f->note, "link"));
+    CHECK((f = file_named(m, "fifo.txt")) && !strcmp(f->status, "skipped"));
+    CHECK((f = file_named(m, "subdir")) && !strcmp(f->status, "skipped"));
+    CHECK(file_named(m, "source.txt") == NULL);
+    CHECK((f = file_named(m, "long.txt")) && f->cut_lines == 1 && strstr(f->note, "cut"));
+    CHECK_INT(m->sys.iommu_fault.v, 1); /* the line after the long one is read */
+    CHECK((f = file_named(m, "truncated.txt")) && !strcmp(f->status, "read"));
+    dr_model_free(m);
+    /* the per-file limit: partial, and said */
+    m = dr_model_new();
+    dr_limits small = {16, 64};
+    dr_read_dir(m, g_dir, &small);
+    CHECK((f = file_named(m, "long.txt")) && !strcmp(f->status, "partial"));
+    dr_model_free(m);
+    /* a directory that is not there */
+    m = dr_model_new();
+    CHECK_INT(dr_read_dir(m, "/nonexistent/p2pd", &lim), -1);
+    dr_model_free(m);
+    const char *names[] = {"empty.txt", "binary.txt", "truncated.txt", "long.txt", "source.txt", "link.txt", "fifo.txt"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", g_dir, names[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/subdir", g_dir);
+    rmdir(p);
+    rmdir(g_dir);
+}
+
+/* ------------------------------------------------------------ JSON reader */
+
+void test_doctor_json_reader(void)
+{
+    dj_doc d;
+    const char *ok = "{\"a\": [1, 2.5, true, null, \"x\\\"y\"], \"b\": {\"c\": false}}";
+    CHECK_INT(dj_parse(&d, ok, strlen(ok), 1000), 0);
+    int a = dj_get(&d, 0, "a");
+    CHECK_INT(d.nodes[a].nchild, 5);
+    CHECK_NEAR(dj_num(&d, dj_at(&d, a, 1), -1), 2.5, 1e-9);
+    CHECK_INT(dj_bool(&d, dj_at(&d, a, 2)), 1);
+    char s[16];
+    dj_str(&d, dj_at(&d, a, 4), s, sizeof s);
+    CHECK_STR(s, "x\"y");
+    CHECK_INT(dj_bool(&d, dj_get(&d, dj_get(&d, 0, "b"), "c")), 0);
+    CHECK_INT(dj_get(&d, 0, "missing"), -1);
+    dj_free(&d);
+    const char *bad[] = {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "[1] 2", "\"unterminated", "[tru]", "{\"a\":01x}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(dj_parse(&d, bad[i], strlen(bad[i]), 1000), -1);
+        CHECK(d.err[0] != '\0');
+        dj_free(&d);
+    }
+    /* nesting and size limits */
+    char deep[300];
+    memset(deep, '[', 200);
+    memset(deep + 200, ']', 99);
+    deep[299] = '\0';
+    CHECK_INT(dj_parse(&d, deep, strlen(deep), 100000), -1);
+    dj_free(&d);
+    CHECK_INT(dj_parse(&d, "[1,2,3,4,5]", 11, 3), -1);
+    dj_free(&d);
+}
