@@ -195,6 +195,8 @@ typedef struct {
     /* Secure Boot */
     dr_num secure_boot;    /* 1 enabled, 0 disabled */
     dr_num module_rejected; /* unsigned module rejected */
+    dr_num unsigned_loaded; /* "module verification failed ... tainting": loaded anyway */
+    dr_num insert_eperm;    /* modprobe nvidia: Operation not permitted */
     /* ours */
     char p2p_installed[24]; /* build.sh's installed tag, "" none */
     dr_ev p2p_installed_ev;

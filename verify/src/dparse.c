@@ -69,8 +69,13 @@ struct dp_ctx {
     int gl_idx;
     /* the file is named as a command line (cmdline.txt): every line is one */
     int hint_cmdline;
-    /* a "topo -p2p" command line was seen: the next GPU matrix is one */
-    int p2p_ctx;
+    /* a "topo -p2p <mode>" command line was seen: the next GPU matrix is
+     * one, of that mode (r, w, x for rw, p, n for NVLink, a for atomics, ?) */
+    int p2p_ctx, mx_p2pmode;
+    /* the line before was "cat /proc/cmdline" */
+    int cmdline_next;
+    /* torch.cuda.can_device_access_peer(a, b) without its answer yet */
+    int torch_a, torch_b;
     /* sysfs (collect) */
     int sf_rec;
     char sf_busid[16];
@@ -598,6 +603,18 @@ static void cmdline_tokens(dp_ctx *c, const char *s)
 static void p_cmdline(dp_ctx *c, const char *line)
 {
     const char *p;
+    if (c->cmdline_next) {
+        c->cmdline_next = 0;
+        if (strchr(line, '=') && !strstr(line, "cat /proc/cmdline")) {
+            cmdline_tokens(c, line);
+            return;
+        }
+    }
+    size_t ll = strlen(line);
+    if (ll >= 17 && !strcmp(line + ll - 17, "cat /proc/cmdline")) {
+        c->cmdline_next = 1;
+        return;
+    }
     if (c->hint_cmdline && !strchr(line, '$') && !strchr(line, '#') && strchr(line, '=')) {
         cmdline_tokens(c, line);
         return;
@@ -621,13 +638,23 @@ static void p_cmdline(dp_ctx *c, const char *line)
 static void fault_dev(dp_ctx *c, const char *line)
 {
     dr_sys *s = &c->m->sys;
-    char b[16];
+    char b[16], buf[160];
     const char *d = strstr(line, "device=");
     if (!d)
         d = strstr(line, "device [");
     if (!d)
         d = strstr(line, "Request device");
-    if (dp_find_busid(d ? d : line, b, sizeof b) != 0)
+    /* newer kernels: "Request device [0xca:0x00.0]" */
+    size_t o = 0;
+    for (const char *q = d ? d : line; *q && o + 1 < sizeof buf; q++) {
+        if (q[0] == '0' && q[1] == 'x' && isxdigit((unsigned char)q[2]) && (q == line || !isalnum((unsigned char)q[-1]))) {
+            q++;
+            continue;
+        }
+        buf[o++] = *q;
+    }
+    buf[o] = '\0';
+    if (dp_find_busid(buf, b, sizeof b) != 0)
         return;
     for (int i = 0; i < s->nfault_dev; i++)
         if (!strcmp(s->fault_dev[i], b))
@@ -721,6 +748,26 @@ static void p_dmesg(dp_ctx *c, const char *line)
         kind(c, DR_K_DMESG);
         return;
     }
+    if (strstr(line, "rm_init_adapter failed") || strstr(line, "None of the NVIDIA devices were initialized") ||
+        strstr(line, "The NVIDIA probe routine failed")) {
+        setn(c, &s->init_failed, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "No devices were found")) {
+        setn(c, &s->no_gpu_found, 1);
+        return;
+    }
+    if (strstr(line, "peer access is not supported between these two devices") ||
+        strstr(line, "lacks GPU P2P capability")) {
+        setn(c, &s->p2p_unavailable, 1);
+        kind(c, DR_K_CUDAERR);
+        return;
+    }
+    if (strstr(line, "could not insert 'nvidia'") && strstr(line, "Operation not permitted")) {
+        setn(c, &s->insert_eperm, 1);
+        return;
+    }
     if (strstr(line, "RmInitAdapter failed")) {
         setn(c, &s->init_failed, 1);
         kind(c, DR_K_DMESG);
@@ -786,7 +833,8 @@ static void p_dmesg(dp_ctx *c, const char *line)
     }
     if (strstr(line, "module verification failed: signature and/or required key missing") &&
         ci_find(line, "nvidia")) {
-        setn(c, &s->modinfo_signed, 0);
+        /* the kernel loaded it anyway (tainted): nothing is enforced */
+        setn(c, &s->unsigned_loaded, 1);
         kind(c, DR_K_DMESG);
         return;
     }
@@ -1494,6 +1542,10 @@ static void mx_cell(dp_ctx *c, int row, int col, const char *t)
         pobs_add(c, DR_OBS_TOPO, ns, row, col, 0, 0, 0, t, NULL);
         kind(c, DR_K_TOPO);
     } else if (p2p_cell(t)) {
+        if (c->mx_p2pmode == 'n' || c->mx_p2pmode == 'a') {
+            kind(c, DR_K_P2PCAP); /* NVLink or atomics capability: not P2P itself */
+            return;
+        }
         snprintf(text, sizeof text, "%s (GPU%d -> GPU%d: %s)", c->line, row, col, t);
         evt(c, &e, text);
         pobs_add(c, DR_OBS_P2PCAP, ns, row, col, 0, 0, 0, t, &e);
@@ -1544,6 +1596,7 @@ static int p_matrix(dp_ctx *c, const char *line)
             if (c->mx_cols[i] >= 0)
                 rec_get(c, "topo", DR_NS_SMI, c->mx_cols[i], NULL, NULL);
         kind(c, c->p2p_ctx ? DR_K_P2PCAP : DR_K_TOPO); /* (one GPU: no cell tells) */
+        c->mx_p2pmode = c->p2p_ctx;
         c->p2p_ctx = 0;
         return 1;
     }
@@ -1737,6 +1790,34 @@ static void sp_close(dp_ctx *c)
     } else if (s->simplep2p_passed.v == 1 && c->sp_a >= 0 && c->sp_b >= 0) {
         pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_a, c->sp_b, 0, 0, 0, NULL, &s->simplep2p_passed.ev);
         pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, c->sp_b, c->sp_a, 0, 0, 0, NULL, &s->simplep2p_passed.ev);
+    }
+}
+
+/* PyTorch: "torch.cuda.can_device_access_peer(0, 1)" and its True/False (on
+ * the same line, or the next). */
+static void p_torch(dp_ctx *c, const char *line)
+{
+    const char *p = strstr(line, "can_device_access_peer(");
+    int call = p != NULL;
+    if (call) {
+        int a = -1, b = -1;
+        c->torch_a = c->torch_b = -1;
+        if (sscanf(p + 23, " %d , %d", &a, &b) == 2 && a >= 0 && b >= 0) {
+            c->torch_a = a;
+            c->torch_b = b;
+        }
+        p = strchr(p, ')');
+        line = p ? p + 1 : "";
+    }
+    if (c->torch_a < 0)
+        return;
+    const char *t = strstr(line, "True"), *f = strstr(line, "False");
+    if (t || f) {
+        pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, c->torch_a, c->torch_b, t && (!f || t < f), 0, 0, NULL, NULL);
+        kind(c, DR_K_CUDAERR);
+        c->torch_a = c->torch_b = -1;
+    } else if (!call && *skip_ws(line)) {
+        c->torch_a = c->torch_b = -1; /* the answer is not on the next line */
     }
 }
 
@@ -2283,7 +2364,7 @@ dp_ctx *dp_begin(dr_model *m, int fi)
     c->m = m;
     c->fi = fi;
     c->fname = m->files[fi].name;
-    c->q_rec = c->t_rec = c->nv_rec = c->sp_a = c->sp_b = c->sf_rec = c->gl_idx = -1;
+    c->q_rec = c->t_rec = c->nv_rec = c->sp_a = c->sp_b = c->sf_rec = c->gl_idx = c->torch_a = c->torch_b = -1;
     for (int i = 0; i < MAX_RANKS; i++)
         c->rank_dev[i] = -1;
     c->hint_cmdline = strstr(c->fname, "cmdline") != NULL;
@@ -2297,10 +2378,13 @@ void dp_line(dp_ctx *c, const char *line, long lineno)
     js_line(c, line);
     if (c->js_on)
         return;
-    if (strstr(line, "topo -p2p") || strstr(line, "topo --p2p"))
-        c->p2p_ctx = 1;
-    else if (strstr(line, "topo -m") || strstr(line, "topo --matrix"))
+    const char *tp = strstr(line, "topo -p2p");
+    if (tp || (tp = strstr(line, "topo --p2p"))) {
+        const char *mode = skip_ws(strchr(tp + 5, ' ') ? strchr(tp + 5, ' ') : tp + strlen(tp));
+        c->p2p_ctx = !strncmp(mode, "rw", 2) ? 'x' : (strchr("rwpna", *mode) && *mode ? *mode : '?');
+    } else if (strstr(line, "topo -m") || strstr(line, "topo --matrix")) {
         c->p2p_ctx = 0;
+    }
     int t = title_of(line);
     if (t != T_NONE) {
         c->title = t;
@@ -2324,6 +2408,7 @@ void dp_line(dp_ctx *c, const char *line, long lineno)
     p_userspace(c, line);
     p_collect(c, line);
     p_cuda_samples(c, line);
+    p_torch(c, line);
     p_nccl(c, line);
     p_verify_text(c, line);
 }

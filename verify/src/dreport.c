@@ -26,7 +26,7 @@ static const char *kind_name(unsigned k)
         {DR_K_VERIFY, "p2p-verify"},       {DR_K_SECBOOT, "Secure Boot"},
         {DR_K_IOMMU, "IOMMU state"},       {DR_K_SYSFS, "sysfs"},
         {DR_K_USERSPACE, "userspace libraries"}, {DR_K_P2PSTATE, "nvidia-p2p state"},
-        {DR_K_MANIFEST, "bundle manifest"}, {DR_K_CUDAERR, "CUDA error"},
+        {DR_K_MANIFEST, "bundle manifest"}, {DR_K_CUDAERR, "P2P test result"},
         {DR_K_DEVQUERY, "GPU list"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -706,12 +706,16 @@ static void rule_module(ctx *c)
             f_ev(f, &s->module_rejected.ev);
             f_ev(f, &s->secure_boot.ev);
         }
-    } else if (s->secure_boot.v == 1 && s->modinfo_signed.v == 0) {
+    } else if (s->secure_boot.v == 1 && (s->modinfo_signed.v == 0 || s->insert_eperm.v == 1) &&
+               s->unsigned_loaded.v != 1) {
         f = finding(d, "secure-boot-unsigned", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_LIKELY);
         if (f) {
-            SUMMARY(f, "Secure Boot is enabled and the nvidia module is not signed: it will not load");
+            SUMMARY(f, "Secure Boot is enabled and the nvidia module %s", s->insert_eperm.v == 1
+                                                                             ? "was refused (Operation not permitted)"
+                                                                             : "is not signed: it will not load");
             f_ev(f, &s->secure_boot.ev);
             f_ev(f, &s->modinfo_signed.ev);
+            f_ev(f, &s->insert_eperm.ev);
         }
     }
     if ((f = NULL, has_finding(d, "secure-boot-unsigned"))) {
@@ -727,6 +731,14 @@ static void rule_module(ctx *c)
             FIX(f, "sudo modprobe nvidia and read its error (dmesg | grep -i nvrm); build.sh doctor names the cause "
                    "when the kernel log shows it");
             f_ev(f, &s->driver_not_loaded.ev);
+        }
+    }
+    if (s->no_gpu_found.v == 1 && c->m->ngpus > 0 && s->init_failed.v != 1) {
+        f = finding(d, "gpu-init-failed", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_LIKELY);
+        if (f) {
+            SUMMARY(f, "the driver found no usable GPU, although the outputs list %d", c->m->ngpus);
+            FIX(f, "read the NVRM lines of dmesg (BAR assignment, RmInitAdapter, nouveau bound to the GPUs)");
+            f_ev(f, &s->no_gpu_found.ev);
         }
     }
     if (s->init_failed.v == 1 || s->fell_off_bus.v == 1) {

@@ -468,8 +468,69 @@ static void t_collect_lines(void)
     dr_model_free(m);
 }
 
+static void t_more_forms(void)
+{
+    /* newer DMAR fault format */
+    dr_model *m = parse1("dmesg.txt", "[ 9.0] DMAR: [DMA Read NO_PASID] Request device [0xca:0x00.0] fault addr "
+                                      "0x39ffe0000000 [fault reason 0x06] PTE Read access is not set\n");
+    CHECK_INT(m->sys.nfault_dev, 1);
+    CHECK_STR(m->sys.fault_dev[0], "0000:ca:00.0");
+    dr_model_free(m);
+    /* topo -p2p n is NVLink capability: NS there is no statement about P2P */
+    m = parse1("p2p.txt", "$ nvidia-smi topo -p2p n\n \tGPU0\tGPU1\n GPU0\tX\tNS\n GPU1\tNS\tX\n");
+    int cap = 0;
+    for (int i = 0; i < m->npobs; i++)
+        cap += m->pobs[i].kind == DR_OBS_P2PCAP;
+    CHECK_INT(cap, 0);
+    CHECK(m->files[0].kinds & DR_K_P2PCAP);
+    dr_model_free(m);
+    m = parse1("p2p.txt", "$ nvidia-smi topo -p2p r\n \tGPU0\tGPU1\n GPU0\tX\tNS\n GPU1\tNS\tX\n");
+    cap = 0;
+    for (int i = 0; i < m->npobs; i++)
+        cap += m->pobs[i].kind == DR_OBS_P2PCAP;
+    CHECK_INT(cap, 2);
+    dr_model_free(m);
+    /* PyTorch's answer, on the next line */
+    m = parse1("other.txt", ">>> torch.cuda.can_device_access_peer(0, 1)\nFalse\n>>> print(torch.cuda.can_device_access_peer(1,0))\nTrue\n");
+    int no = 0, yes = 0;
+    for (int i = 0; i < m->npobs; i++)
+        if (m->pobs[i].kind == DR_OBS_ACCESS) {
+            yes += m->pobs[i].val == 1;
+            no += m->pobs[i].val == 0;
+        }
+    CHECK_INT(no, 1);
+    CHECK_INT(yes, 1);
+    dr_model_free(m);
+    /* the command line under its cat, in any file */
+    m = parse1("other.txt", "user@box:~$ cat /proc/cmdline\nquiet splash intel_iommu=on\n");
+    CHECK_INT(m->sys.cmd_iommu_on.v, 1);
+    dr_model_free(m);
+    /* a module that loaded unsigned is no Secure Boot refusal */
+    m = parse1("dmesg.txt", "[ 0.0] secureboot: Secure boot enabled\n"
+                            "[ 5.0] nvidia: module verification failed: signature and/or required key missing - tainting kernel\n");
+    dr_diag d;
+    dr_opts o;
+    memset(&o, 0, sizeof o);
+    dr_diagnose(m, &o, &d);
+    CHECK(!has_id(&d, "secure-boot-unsigned"));
+    dr_diag_free(&d);
+    dr_model_free(m);
+    m = parse1("x.txt", "SecureBoot enabled\nmodprobe: ERROR: could not insert 'nvidia': Operation not permitted\n");
+    dr_diagnose(m, &o, &d);
+    CHECK(has_id(&d, "secure-boot-unsigned"));
+    dr_diag_free(&d);
+    dr_model_free(m);
+    /* the driver sees no GPU that lspci lists */
+    m = parse1("x.txt", "No devices were found\n01:00.0 VGA compatible controller: NVIDIA Corporation AD102 [GeForce RTX 4090] (rev a1)\n");
+    dr_diagnose(m, &o, &d);
+    CHECK(has_id(&d, "gpu-init-failed"));
+    dr_diag_free(&d);
+    dr_model_free(m);
+}
+
 void test_doctor_parsers(void)
 {
+    t_more_forms();
     test_helpers();
     t_smi_table();
     t_smi_q();
