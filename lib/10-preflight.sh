@@ -90,17 +90,18 @@ help_preflight() {
 Usage: build.sh preflight [<tag>] [--kernel KVER]
 
 Report what matters for P2P on this machine, changing nothing: kernel headers,
-Secure Boot, NVIDIA GPUs and their BAR1 size (Resizable BAR), IOMMU, nouveau,
-the loaded driver and the userspace driver version; then doctor's findings
-that would stop P2P after an install (of <tag>, whose registry keys are then
-checked against the modprobe options already here), as "doctor:" lines. Exit
-0 when nothing blocks an install, 10 otherwise (doctor's findings do not
-block it: see build.sh doctor).
+Secure Boot and signing, the loaded driver and the userspace driver version;
+then, as "doctor:" lines, the NVIDIA GPUs (BAR1, VRAM) and doctor's findings
+that would stop P2P after an install (Resizable BAR, BAR1, IOMMU, ACS, nouveau,
+display, mixed models ...; with <tag>, also the registry keys already in
+modprobe.d against that tag's generation). Exit 0 when nothing blocks an
+install, 10 otherwise (doctor's findings do not block it: see build.sh
+doctor).
 EOF
 }
 
 cmd_preflight() {
-  local tag="" kver fatal=0 gpu
+  local tag="" kver fatal=0
   parse_stage_args preflight tag "$@"
   kver=${P2P_KERNEL:-$(uname -r)}
   if have_kernel_headers "${kver}"; then
@@ -111,20 +112,6 @@ cmd_preflight() {
   fi
   report_secure_boot || fatal=1
   report_versions || fatal=1
-  local -a gpus=()
-  mapfile -t gpus < <(nvidia_gpus)
-  [[ ${#gpus[@]} -gt 0 ]] || report warn "no NVIDIA GPU found in ${P2P_SYSFS}/bus/pci/devices"
-  for gpu in "${gpus[@]+"${gpus[@]}"}"; do
-    report_gpu "${gpu}"
-  done
-  if [[ -n $(find "${P2P_SYSFS}/class/iommu" -mindepth 1 -maxdepth 1 2>/dev/null) ]]; then
-    report warn "an IOMMU is active: BAR1 P2P is reported to need iommu=pt (or the IOMMU off); see README.md (IOMMU)"
-  else
-    report ok "no active IOMMU"
-  fi
-  if [[ -d ${P2P_SYSFS}/module/nouveau ]]; then
-    report warn "nouveau is loaded; it must not drive the GPUs (blacklist it)"
-  fi
   if [[ -r ${P2P_SYSFS}/module/nvidia/version ]]; then
     report info "loaded nvidia module: $(cat "${P2P_SYSFS}/module/nvidia/version")"
   fi
@@ -192,36 +179,4 @@ nvidia_gpus() {
     [[ "$(cat "${dev}/class")" == 0x03* ]] || continue
     printf '%s\n' "${dev##*/}"
   done
-}
-
-# gpu_bar1_bytes ADDR: the size of BAR1, the GPU's second memory BAR: the
-# second non-empty line among the six BAR lines of sysfs' resource file (a
-# 64-bit BAR0 leaves the next line empty, so BAR1 is not always on line 2);
-# 0 when it is not assigned.
-gpu_bar1_bytes() {
-  local start end _flags n=0
-  while read -r start end _flags; do
-    [[ ${start} =~ ^0x0+$ && ${end} =~ ^0x0+$ ]] && continue
-    n=$((n + 1))
-    if [[ ${n} -eq 2 ]]; then
-      printf '%s\n' $((end - start + 1))
-      return 0
-    fi
-  done < <(head -n 6 "${P2P_SYSFS}/bus/pci/devices/$1/resource" 2>/dev/null)
-  printf '0\n'
-}
-
-report_gpu() {
-  local addr=$1 size mib
-  size=$(gpu_bar1_bytes "${addr}")
-  if [[ ${size} -eq 0 ]]; then
-    report warn "GPU ${addr}: BAR1 not assigned"
-    return 0
-  fi
-  mib=$((size >> 20))
-  if ((mib <= 256)); then
-    report warn "GPU ${addr}: BAR1 is ${mib} MiB; BAR1 P2P needs BAR1 to cover VRAM: enable Resizable BAR (and Above 4G decoding) in the firmware"
-  else
-    report ok "GPU ${addr}: BAR1 is ${mib} MiB"
-  fi
 }

@@ -311,6 +311,9 @@ collect_sysfs() {
     else
       printf 'iommu-present: 0\n'
     fi
+    if [[ -d ${P2P_SYSFS}/module/nouveau ]]; then
+      printf 'nouveau-loaded: 1\n'
+    fi
     while IFS= read -r gpu; do
       n=$((n + 1))
       dev="${P2P_SYSFS}/bus/pci/devices/${gpu}"
@@ -335,6 +338,23 @@ collect_sysfs() {
     printf 'sysfs-gpus: %s\n' "${n}"
   } >"${dir}/sysfs.txt"
   manifest "${dir}" ok sysfs.txt "${P2P_SYSFS}/bus/pci/devices (${n} NVIDIA GPU$([[ ${n} -eq 1 ]] || printf s)), ${P2P_SYSFS}/class/iommu"
+}
+
+# gpu_bar1_bytes ADDR: the size of BAR1, the GPU's second memory BAR: the
+# second non-empty line among the six BAR lines of sysfs' resource file (a
+# 64-bit BAR0 leaves the next line empty, so BAR1 is not always on line 2);
+# 0 when it is not assigned.
+gpu_bar1_bytes() {
+  local start end _flags n=0
+  while read -r start end _flags; do
+    [[ ${start} =~ ^0x0+$ && ${end} =~ ^0x0+$ ]] && continue
+    n=$((n + 1))
+    if [[ ${n} -eq 2 ]]; then
+      printf '%s\n' $((end - start + 1))
+      return 0
+    fi
+  done < <(head -n 6 "${P2P_SYSFS}/bus/pci/devices/$1/resource" 2>/dev/null)
+  printf '0\n'
 }
 
 collect_userspace() {
@@ -400,10 +420,15 @@ doctor_preinstall() {
   doctor_collect "${bundle}"
   out=$("${P2P_DOCTOR_BIN}" --from "${bundle}" "${args[@]}") || rc=$?
   while IFS=$'\t' read -r kind id sev cert subject text; do
-    [[ ${kind} == finding && ${id} != insufficient-data ]] || continue
-    [[ ${subject} == machine ]] && subject=""
-    report "$([[ ${sev} == blocks && ${cert} != possible ]] && echo warn || echo info)" \
-      "doctor: ${id}${subject:+ (${subject})} [${sev}, ${cert}]: ${text}"
+    case ${kind} in
+    gpu) report info "doctor: ${id} ${sev}, ${cert}: ${subject}" ;;
+    finding)
+      [[ ${id} != insufficient-data ]] || continue
+      [[ ${subject} == machine ]] && subject=""
+      report "$([[ ${sev} == blocks && ${cert} != possible ]] && echo warn || echo info)" \
+        "doctor: ${id}${subject:+ (${subject})} [${sev}, ${cert}]: ${text}"
+      ;;
+    esac
   done <<<"${out}"
   case ${rc} in
   0) report ok "doctor: nothing found that would stop P2P after the install" ;;

@@ -348,7 +348,7 @@ STUB
   fake_gpu 0000:01:00.0 $((256 << 20)) identity
   fake_gpu 0000:41:00.0 $((256 << 20)) identity
   run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}"
-  assert_line --partial "warn  doctor: rebar-off (GPU 01:00.0) [blocks, certain]"
+  assert_line --partial "warn  doctor: rebar-off (GPU0) [blocks, certain]"
   assert_line --partial "warn  doctor: the findings above would stop P2P with these modules too"
   refute_output --partial "stock-module-loaded"
 }

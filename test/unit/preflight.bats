@@ -23,7 +23,7 @@ gpu() {
 
 Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
 
-@test "a GPU whose BAR1 covers 32 GiB is reported ok; 256 MiB is a warning to enable Resizable BAR" {
+@test "doctor lists each GPU's BAR1; 256 MiB is a warning to enable Resizable BAR, not a refusal" {
   gpu 0000:01:00.0 "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" \
     "0x0000028800000000 0x0000028fffffffff 0x000000000014220c" "${Z}" \
     "0x0000028400000000 0x0000028401ffffff 0x000000000014220c" "${Z}" "${Z}"
@@ -31,26 +31,42 @@ Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
     "0x00000000d0000000 0x00000000dfffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}" "${Z}"
   run_build --root "${ROOT}" preflight
   assert_success
-  assert_line "ok    GPU 0000:01:00.0: BAR1 is 32768 MiB"
-  assert_line --partial "warn  GPU 0000:02:00.0: BAR1 is 256 MiB"
-  assert_output --partial "enable Resizable BAR"
+  assert_line "info  doctor: GPU0 0000:01:00.0, -: BAR1 32768 MiB"
+  assert_line "info  doctor: GPU1 0000:02:00.0, -: BAR1 256 MiB"
+  assert_line --partial "warn  doctor: rebar-off (GPU1) [blocks, certain]: GPU1's BAR1 is 256 MiB"
+  assert_output --partial "Resizable BAR"
+  refute_output --partial "rebar-off (GPU0)"
 }
 
 @test "with a 64-bit BAR0, BAR1 is found on the third line" {
   gpu 0000:00:06.0 "0x0000380000000000 0x0000380003ffffff 0x000000000014220c" "${Z}" \
     "0x0000300000000000 0x0000303fffffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}"
   run_build --root "${ROOT}" preflight
-  assert_line "ok    GPU 0000:00:06.0: BAR1 is 262144 MiB"
+  assert_line "info  doctor: GPU0 0000:00:06.0, -: BAR1 262144 MiB"
 }
 
-@test "an active IOMMU and a loaded nouveau are warnings; missing headers fail (10)" {
-  mkdir -p "${SYS}/class/iommu/dmar0" "${SYS}/module/nouveau"
+@test "nouveau loaded and an IOMMU translating a GPU's DMA are doctor's warnings; missing headers fail (10)" {
+  mkdir -p "${SYS}/class/iommu/dmar0" "${SYS}/module/nouveau" "${SYS}/kernel/iommu_groups/7"
+  echo DMA-FQ >"${SYS}/kernel/iommu_groups/7/type"
+  gpu 0000:01:00.0 "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" \
+    "0x0000028800000000 0x0000028fffffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}" "${Z}"
+  ln -s "${SYS}/kernel/iommu_groups/7" "${SYS}/bus/pci/devices/0000:01:00.0/iommu_group"
   run_build --root "${ROOT}" preflight --kernel 6.1.0-77-amd64
   assert_failure 10
   assert_line --partial "fail  no kernel headers for 6.1.0-77-amd64"
-  assert_line --partial "warn  an IOMMU is active"
-  assert_line --partial "warn  nouveau is loaded"
-  assert_line --partial "warn  no NVIDIA GPU found"
+  assert_line --partial "warn  doctor: nouveau-loaded [blocks, certain]"
+  assert_line --partial "info  doctor: iommu-translated [blocks, possible]: the IOMMU translates DMA"
+  refute_output --partial "doctor: nothing found"
+}
+
+@test "an IOMMU in passthrough is no finding" {
+  mkdir -p "${SYS}/class/iommu/dmar0" "${SYS}/kernel/iommu_groups/7"
+  echo identity >"${SYS}/kernel/iommu_groups/7/type"
+  gpu 0000:01:00.0 "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" \
+    "0x0000028800000000 0x0000028fffffffff 0x000000000014220c" "${Z}" "${Z}" "${Z}" "${Z}"
+  ln -s "${SYS}/kernel/iommu_groups/7" "${SYS}/bus/pci/devices/0000:01:00.0/iommu_group"
+  run_build --root "${ROOT}" preflight
+  refute_output --partial "iommu-translated"
 }
 
 @test "preflight shows the loaded module and userspace versions, and changes nothing" {

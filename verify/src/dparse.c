@@ -1067,6 +1067,9 @@ static void p_collect(dp_ctx *c, const char *line)
         }
     } else if (!strncmp(p, "loaded-srcversion:", 18)) {
         trim_copy(s->loaded_srcversion, sizeof s->loaded_srcversion, p + 18, p + strlen(p));
+    } else if (!strncmp(p, "nouveau-loaded: 1", 17)) {
+        setn(c, &s->nouveau, 1);
+        kind(c, DR_K_SYSFS);
     } else if (!strncmp(p, "userspace-libraries: none", 25)) {
         kind(c, DR_K_USERSPACE);
     } else if (!strncmp(p, "modprobe-options: none", 22)) {
@@ -1111,8 +1114,11 @@ static void p_collect(dp_ctx *c, const char *line)
             setn(c, &g->gen_max, gts_to_gen(atof(p + 15)));
         else if (!strncmp(p, "numa_node ", 10))
             setn(c, &g->numa, atoi(p + 10));
-        else if (!strncmp(p, "driver ", 7))
+        else if (!strncmp(p, "driver ", 7)) {
             snprintf(g->driver_in_use, sizeof g->driver_in_use, "%s", skip_ws(p + 7));
+            if (!strcmp(g->driver_in_use, "nouveau"))
+                setn(c, &s->nouveau, 1);
+        }
         else if (!strncmp(p, "iommu_group_type ", 17) && s->ngroup_type < DR_MAX_GPUS) {
             const char *t = skip_ws(p + 17);
             long long tr = !strncmp(t, "identity", 8) ? 0 : (!strncmp(t, "DMA", 3) ? 1 : -1);

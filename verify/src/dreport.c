@@ -343,6 +343,20 @@ static void brief_text(FILE *f, const char *s)
 void dr_report_brief(FILE *f, const dr_model *m, const dr_diag *d)
 {
     char a[48], b[48];
+    for (int g = 0; g < m->ngpus; g++) {
+        const dr_gpu *x = &m->gpus[g];
+        dr_gpu_label(m, g, a, sizeof a);
+        fprintf(f, "gpu\t%s\t%s\t%s\t", a, x->busid[0] ? x->busid : "-", x->name[0] ? x->name : "-");
+        if (x->bar1_unassigned.v == 1)
+            fprintf(f, "BAR1 unassigned");
+        else if (x->bar1_mib.v > 0)
+            fprintf(f, "BAR1 %lld MiB", x->bar1_mib.v);
+        else
+            fprintf(f, "BAR1 unknown");
+        if (x->vram_mib.v > 0)
+            fprintf(f, ", VRAM %lld MiB", x->vram_mib.v);
+        fputc('\n', f);
+    }
     for (int i = 0; i < d->nf; i++) {
         const dr_finding *x = &d->f[i];
         a[0] = b[0] = '\0';

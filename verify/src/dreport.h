@@ -13,6 +13,7 @@
 void dr_report_text(FILE *f, const dr_model *m, const dr_diag *d, const char *source, int preinstall);
 void dr_report_json(FILE *f, const dr_model *m, const dr_diag *d, const char *source, int preinstall);
 /* One tab-separated line per finding, pair and the verdict, for scripts:
+ *   gpu <label> <PCI address> <name> <BAR1 and VRAM>
  *   finding <id> <severity> <certainty> <subject: GPU0, GPU0-GPU1, machine> <summary>
  *   pair <from> <to> <verdict> <basis> <why>
  *   verdict <status> <exit code> */

@@ -176,6 +176,19 @@ static int cmp_busid(const void *a, const void *b)
  * order, provided the known ones agree with it. */
 static void smi_order(dr_model *m, int max_smi)
 {
+    if (max_smi < 0) {
+        /* no nvidia-smi numbers at all: sysfs lists every NVIDIA GPU, so
+         * nvidia-smi's would be the PCI order */
+        int sysfs = 0;
+        for (int r = 0; r < m->nrecs; r++)
+            if (!strcmp(m->recs[r].src, "sysfs"))
+                sysfs = 1;
+        for (int g = 0; g < m->ngpus; g++)
+            if (m->gpus[g].cuda_index >= 0)
+                sysfs = 0;
+        if (sysfs)
+            max_smi = m->ngpus - 1;
+    }
     if (m->ngpus == 0 || max_smi + 1 != m->ngpus)
         return;
     dr_gpu *v[DR_MAX_GPUS];
