@@ -121,23 +121,6 @@ static void trim_copy(char *out, size_t outlen, const char *b, const char *e)
     out[l] = '\0';
 }
 
-static int tokenize(char *s, char **tok, int max)
-{
-    int n = 0;
-    while (*s && n < max) {
-        while (*s && isspace((unsigned char)*s))
-            s++;
-        if (!*s)
-            break;
-        tok[n++] = s;
-        while (*s && !isspace((unsigned char)*s))
-            s++;
-        if (*s)
-            *s++ = '\0';
-    }
-    return n;
-}
-
 static int is_int(const char *s, long *v)
 {
     char *end = NULL;
@@ -308,7 +291,7 @@ void dp_model_key(const char *name, char *out, size_t outlen)
     else
         snprintf(buf, sizeof buf, "%s", name);
     char *tok[16];
-    int n = tokenize(buf, tok, 16);
+    int n = pv_tokenize(buf, tok, 16);
     size_t o = 0;
     out[0] = '\0';
     for (int i = 0; i < n; i++) {
@@ -574,7 +557,7 @@ static void cmdline_tokens(dp_ctx *c, const char *s)
     char buf[DP_LINE_MAX];
     snprintf(buf, sizeof buf, "%s", s);
     char *tok[256];
-    int n = tokenize(buf, tok, 256);
+    int n = pv_tokenize(buf, tok, 256);
     dr_sys *m = &c->m->sys;
     for (int i = 0; i < n; i++) {
         char *t = tok[i];
@@ -1575,7 +1558,7 @@ static int p_matrix(dp_ctx *c, const char *line)
     char buf[DP_LINE_MAX];
     snprintf(buf, sizeof buf, "%s", line);
     char *tok[DR_MAX_GPUS + 16];
-    int nt = tokenize(buf, tok, DR_MAX_GPUS + 16);
+    int nt = pv_tokenize(buf, tok, DR_MAX_GPUS + 16);
     if (nt == 0) {
         c->mx_style = 0;
         return 0;
@@ -1885,7 +1868,7 @@ static void p_nccl(dp_ctx *c, const char *line)
         char buf[512];
         snprintf(buf, sizeof buf, "%s", line);
         char *tok[32];
-        int nt = tokenize(buf, tok, 32);
+        int nt = pv_tokenize(buf, tok, 32);
         c->nt_nwrong = 0;
         for (int i = 0; i < nt && c->nt_nwrong < 4; i++)
             if (!strcmp(tok[i], "#wrong") || !strcmp(tok[i], "wrong"))
@@ -1897,7 +1880,7 @@ static void p_nccl(dp_ctx *c, const char *line)
         char buf[512];
         snprintf(buf, sizeof buf, "%s", line);
         char *tok[32];
-        int nt = tokenize(buf, tok, 32);
+        int nt = pv_tokenize(buf, tok, 32);
         for (int i = 0; i < c->nt_nwrong; i++) {
             long w;
             int at = c->nt_wrong[i];
@@ -1972,7 +1955,7 @@ static void p_verify_text(dp_ctx *c, const char *line)
     char buf[256], *tok[4];
     snprintf(buf, sizeof buf, "%s", p);
     char b[16];
-    if (tokenize(buf, tok, 1) == 1 && is_int(tok[0], &idx) && idx < DR_MAX_GPUS &&
+    if (pv_tokenize(buf, tok, 1) == 1 && is_int(tok[0], &idx) && idx < DR_MAX_GPUS &&
         dp_find_busid(line, b, sizeof b) == 0) {
         const char *nb = skip_ws(p + strlen(tok[0]));
         const char *be = strstr(p, b);
@@ -2310,7 +2293,7 @@ static void p_lspci(dp_ctx *c, const char *line)
             if (sup) {
                 char buf[512], *tok[32];
                 snprintf(buf, sizeof buf, "%s", sup + 10);
-                int nt = tokenize(buf, tok, 32);
+                int nt = pv_tokenize(buf, tok, 32);
                 for (int i = 0; i < nt; i++) {
                     long long v = parse_mib(tok[i]);
                     if (v > max)

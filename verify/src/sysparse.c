@@ -27,8 +27,7 @@ void pv_strip_ansi(char *s)
     *w = '\0';
 }
 
-/* split a line into whitespace separated tokens (in place) */
-static int tokenize(char *line, char **tok, int max)
+int pv_tokenize(char *line, char **tok, int max)
 {
     int n = 0;
     char *p = line;
@@ -72,7 +71,7 @@ int pv_parse_smi_matrix(const char *text, int maxn, char *cells, size_t cellsz)
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *tok[64];
-        int nt = tokenize(line, tok, 64);
+        int nt = pv_tokenize(line, tok, 64);
         if (nt == 0)
             continue;
         if (n == 0) {

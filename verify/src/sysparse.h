@@ -10,6 +10,10 @@
  * the text, else 1; *cut (if not NULL) says whether the line was cut. */
 int pv_next_line(const char **p, char *line, size_t cap, int *cut);
 
+/* Split line in place into at most max whitespace-separated tokens; returns
+ * how many. */
+int pv_tokenize(char *line, char **tok, int max);
+
 /* Parse an nvidia-smi GPU matrix ("topo -m", "topo -p2p r|w"): a header line
  * whose tokens start "GPU0 GPU1 ...", then one row per GPU.  ANSI escapes are
  * ignored.  cells is row-major [maxn][maxn][cellsz].  Returns the number of

@@ -872,9 +872,21 @@ static void test_next_line(void)
     CHECK_INT(pv_next_line(&q, line, sizeof line, &cut), 0);
 }
 
+static void test_tokenize(void)
+{
+    char buf[] = "  GPU0\tX  NV4 \r\n";
+    char *tok[2];
+    CHECK_INT(pv_tokenize(buf, tok, 2), 2);
+    CHECK_STR(tok[0], "GPU0");
+    CHECK_STR(tok[1], "X");
+    char blank[] = " \t ";
+    CHECK_INT(pv_tokenize(blank, tok, 2), 0);
+}
+
 static void test_sysparse(void)
 {
     test_next_line();
+    test_tokenize();
     char cells[8][8][12];
     memset(cells, 0, sizeof cells);
     char *t = slurp("smi-topo-m.txt");
