@@ -6,8 +6,9 @@
 #   ci/dkms-chroot.sh ROOT TAG CACHE WORK
 #
 # ROOT is a Debian chroot with dkms, gcc, g++, make, quilt, openssl, lintian,
-# initramfs-tools, a kernel image (K1) and linux-headers for it and a second
-# kernel (K2), whose .deb is in /var/cache/apt/archives;
+# initramfs-tools, a kernel image (K1, the oldest) and linux-headers for it
+# and a newer kernel (K2), whose headers .deb is in /var/cache/apt/archives or
+# in the archive;
 # CACHE a build.sh cache holding TAG's verified source; WORK an empty work
 # directory. As root, in a private mount namespace, it:
 #   1 removes the second kernel's headers (a kernel without headers)
@@ -133,12 +134,17 @@ other_kernel() {
 }
 
 # headers_deb KVER: the .deb of linux-headers-KVER in apt's cache (fetched
-# from the archive when missing: mmdebstrap leaves the cache empty).
+# from the archive when missing: mmdebstrap leaves the cache empty, and a new
+# chroot without package lists, so apt-get update first when the download
+# cannot find the version).
 headers_deb() {
   local f
   f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
   if [[ -z ${f} ]]; then
-    (cd /var/cache/apt/archives && apt-get -q download "linux-headers-$1" >&2) || return 0
+    if ! (cd /var/cache/apt/archives && apt-get -q download "linux-headers-$1" >&2); then
+      apt-get -q update >&2 || return 0
+      (cd /var/cache/apt/archives && apt-get -q download "linux-headers-$1" >&2) || return 0
+    fi
     f=$(find /var/cache/apt/archives -name "linux-headers-$1_*.deb" | head -n 1)
   fi
   printf '%s\n' "${f}"
@@ -155,9 +161,10 @@ steps() {
   # shellcheck source=lib/66-sign.sh
   source /lab/repo/lib/66-sign.sh
   : >"${IN_WORK}/steps.log"
-  # K1: the kernel whose image is installed (update-initramfs needs it); K2:
-  # the other one, whose headers come and go.
-  k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | tail -n 1)
+  # K1: the oldest kernel whose image is installed (update-initramfs needs
+  # one; bookworm's 6.12 headers now pull in their image too); K2: the newest
+  # other one (the kernel update), whose headers come and go.
+  k1=$(find /boot -maxdepth 1 -name 'vmlinuz-*' -printf '%f\n' | sed 's/^vmlinuz-//' | sort -V | head -n 1)
   k2=$(other_kernel "${k1}")
   [[ -n ${k1} && -n ${k2} ]] || { echo "need a kernel image and a second kernel's headers" >&2 && return 1; }
   hdr2=$(headers_deb "${k2}")
