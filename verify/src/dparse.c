@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "djson.h"
 #include "ncclparse.h"
@@ -1258,6 +1259,40 @@ static void p_smiq(dp_ctx *c, const char *line)
 
 /* ------------------------------------------------------------ nvidia-smi table, -L, csv */
 
+/* "0,1,2,3: NAME" (after "GPU "): a record per index, all of NAME; 0 when
+ * the line is not of that form (then nothing is recorded). */
+static int smi_gpu_list(dp_ctx *c, const char *p)
+{
+    long idx[DR_MAX_GPUS];
+    int n = 0;
+    for (;;) {
+        char *end = NULL;
+        if (!isdigit((unsigned char)*p) || n == DR_MAX_GPUS)
+            return 0;
+        idx[n] = strtol(p, &end, 10);
+        if (end - p > 3 || idx[n] >= DR_MAX_GPUS)
+            return 0;
+        n++;
+        if (*end == ',') {
+            p = end + 1;
+            continue;
+        }
+        if (*end != ':' || end[1] != ' ')
+            return 0;
+        p = skip_ws(end + 1);
+        break;
+    }
+    char name[96];
+    trim_copy(name, sizeof name, p, p + strlen(p));
+    if (!name[0] || isdigit((unsigned char)name[0]))
+        return 0;
+    for (int i = 0; i < n; i++)
+        rec_get(c, "smi", DR_NS_SMI, (int)idx[i], NULL, name);
+    c->nv_rec = -1;
+    kind(c, DR_K_SMI);
+    return 1;
+}
+
 static void p_smi(dp_ctx *c, const char *line)
 {
     dr_model *m = c->m;
@@ -1272,8 +1307,19 @@ static void p_smi(dp_ctx *c, const char *line)
         kind(c, DR_K_SMI);
         return;
     }
-    /* -L and nvlink -s: "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-...)" */
+    /* environment reports: PyTorch's collect_env "Nvidia driver version:
+     * 550.54.14", sglang's and vLLM's "NVIDIA Driver Version: ..." */
     p = skip_ws(line);
+    if (!strncasecmp(p, "Nvidia driver version:", 22)) {
+        char v[24];
+        if (dp_find_version(p + 22, v, sizeof v) == 0 && !s->smi_driver_version[0]) {
+            snprintf(s->smi_driver_version, sizeof s->smi_driver_version, "%s", v);
+            ev(c, &s->smi_driver_version_ev);
+            kind(c, DR_K_SMI);
+        }
+        return;
+    }
+    /* -L and nvlink -s: "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-...)" */
     if (!strncmp(p, "GPU ", 4) && isdigit((unsigned char)p[4])) {
         char *end = NULL;
         long idx = strtol(p + 4, &end, 10);
@@ -1293,6 +1339,10 @@ static void p_smi(dp_ctx *c, const char *line)
             kind(c, DR_K_SMI);
             return;
         }
+        /* environment reports (sglang's and vLLM's check_env): GPUs of one
+         * model on one line, "GPU 0,1,2,3: NVIDIA GeForce RTX 4090" */
+        if (*end == ',' && smi_gpu_list(c, p + 4))
+            return;
     }
     /* table row: "|   0  NVIDIA GeForce RTX 4090   Off |   00000000:01:00.0  On |  ..." */
     if (line[0] == '|' || (p[0] == '|')) {

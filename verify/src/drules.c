@@ -1659,8 +1659,8 @@ static int is_geforce(const char *name)
     return strstr(name, "GeForce") != NULL || (!strncmp(k, "rtx ", 4) && atoi(k + 4) >= 2000 && atoi(k + 4) < 10000);
 }
 
-/* Identical GeForce cards that CUDA gives no peer access, with no cause in
- * the outputs: the stock driver gives GeForce no PCIe P2P at all, so the
+/* Identical GeForce cards that CUDA gives no peer access (and no pair any),
+ * with no cause in the outputs: the stock driver gives GeForce no PCIe P2P at all, so the
  * likeliest reason is a module without it.  Only "possible": the outputs
  * that would tell (the module's version string, its options) are missing. */
 static void rule_stock_guess(ctx *c)
@@ -1669,6 +1669,13 @@ static void rule_stock_guess(ctx *c)
     dr_diag *d = c->d;
     if (c->o->preinstall || d->ours == 1 || m->sys.module_open.v == 1 || has_finding(d, "stock-module-loaded"))
         return;
+    /* a pair with peer access: the loaded module does give these GPUs P2P
+     * (older drivers did for some GeForce generations), so the missing
+     * pairs have another cause (sockets, switches) */
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = 0; b < m->ngpus; b++)
+            if (a != b && PS(c, a, b)->access == 1)
+                return;
     for (int a = 0; a < m->ngpus; a++)
         for (int b = 0; b < m->ngpus; b++) {
             pobs_sum *s = PS(c, a, b);

@@ -116,6 +116,17 @@ static void t_smi_table(void)
     m = parse1("x.txt", "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-[removed])\nGPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-x)\n");
     CHECK_INT(m->ngpus, 2);
     dr_model_free(m);
+    /* environment reports: one line for GPUs of one model, the driver version */
+    m = parse1("env.txt", "GPU 0,1,2,3: NVIDIA GeForce RTX 4090\nGPU 0,1,2,3 Compute Capability: 8.9\n"
+                          "NVIDIA Driver Version: 550.54.14\n");
+    CHECK_INT(m->ngpus, 4);
+    CHECK_STR(m->gpus[3].name, "NVIDIA GeForce RTX 4090");
+    CHECK_STR(m->sys.smi_driver_version, "550.54.14");
+    dr_model_free(m);
+    m = parse1("env.txt", "Nvidia driver version: 535.183.01\nGPU 0,1: 8.9\nGPU 0,x: RTX\n");
+    CHECK_INT(m->ngpus, 0);
+    CHECK_STR(m->sys.smi_driver_version, "535.183.01");
+    dr_model_free(m);
 }
 
 static void t_smi_q(void)
@@ -609,6 +620,17 @@ void test_doctor_rules(void)
     CHECK_INT(get_id(&g_d, "stock-module-loaded")->certainty, DR_CERT_POSSIBLE);
     CHECK(has_id(&g_d, "insufficient-data"));
     CHECK_INT(g_d.exit_code, DR_EXIT_INSUFFICIENT);
+    /* ...nor when another pair of them has peer access (the module gives P2P) */
+    diag(0, NULL, "nvidia-smi.txt",
+         "GPU 0: NVIDIA GeForce GTX 1080 Ti (UUID: GPU-a)\nGPU 1: NVIDIA GeForce GTX 1080 Ti (UUID: GPU-b)\n"
+         "GPU 2: NVIDIA GeForce GTX 1080 Ti (UUID: GPU-c)\n",
+         "p.txt",
+         "Device=0 CAN Access Peer Device=1\nDevice=0 CANNOT Access Peer Device=2\n"
+         "Device=1 CAN Access Peer Device=0\nDevice=1 CANNOT Access Peer Device=2\n"
+         "Device=2 CANNOT Access Peer Device=0\nDevice=2 CANNOT Access Peer Device=1\n",
+         NULL);
+    CHECK(!has_id(&g_d, "stock-module-loaded"));
+    CHECK(has_id(&g_d, "insufficient-data"));
     /* ...but not when the open module is known to be loaded */
     diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "v.txt",
          "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build\n", NULL);
