@@ -56,6 +56,8 @@ P2P_RUN_FILE=""
 P2P_RUN_SHA256=""
 P2P_NO_RUN=0
 P2P_NO_USERSPACE=0
+P2P_USERSPACE=auto
+P2P_USERSPACE_WHY=""
 P2P_NO_DKMS=0
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
@@ -64,11 +66,11 @@ P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
 declare -A P2P_CMD_OPTS=(
-  [all]="--source --kernel --kernel-src --run --run-sha256 --no-userspace --no-ccache --no-dkms --sign-key --sign-cert --sign-generate"
+  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --sign-key --sign-cert --sign-generate"
   [fetch]="--source --run --run-sha256 --no-run"
   [patch]="--source --out"
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
-  [install]="--kernel --run --run-sha256 --no-userspace --no-dkms --sign-key --sign-cert --sign-generate"
+  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --sign-key --sign-cert --sign-generate"
   [package]="--source --out --format --revision --no-ccache"
   [uninstall]="--kernel"
   [preflight]="--kernel"
@@ -98,13 +100,13 @@ parse_stage_args() {
       --no-run) P2P_NO_RUN=1 ;;
       --no-dkms) P2P_NO_DKMS=1 ;;
       --sign-generate) P2P_SIGN_GENERATE=1 ;;
-      --no-userspace) P2P_NO_USERSPACE=1 ;;
+      --no-userspace) P2P_USERSPACE=keep ;;
       --no-ccache) P2P_NO_CCACHE=1 ;;
       --units-only) P2P_UNITS_ONLY=1 ;;
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --family | --sign-key | --sign-cert | --format | --revision)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --family | --sign-key | --sign-cert | --format | --revision)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -148,6 +150,10 @@ set_opt_value() {
     P2P_REVISION=$2
     ;;
   --run) P2P_RUN_FILE=$(abs_path "$2") ;;
+  --userspace)
+    [[ $2 == auto || $2 == keep || $2 == run ]] || die "${EX_USAGE}" "--userspace takes auto, keep or run, not '$2'"
+    P2P_USERSPACE=$2
+    ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
     P2P_RUN_SHA256=${2,,}

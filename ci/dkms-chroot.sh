@@ -172,7 +172,7 @@ steps() {
   printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
   step "configure the chroot" dpkg --configure -a
   step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
-  step "a userspace driver of ${tag} (stand-in file)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag}"
+  step "a userspace driver of ${tag} and its GSP firmware (stand-in files)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/${tag} && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag} && : >/lib/firmware/nvidia/${tag}/gsp_ga10x.bin"
   tree_state >"${IN_WORK}/state-before.txt"
   step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag}" --out "${IN_WORK}/out"
   deb="${IN_WORK}/out/nvidia-p2p-dkms_${tag}-1_amd64.deb"

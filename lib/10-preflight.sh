@@ -41,13 +41,7 @@ preflight_pipeline() {
   sign_resolve
   preflight_secure_boot
   doctor_preinstall "${tag}" >&2
-  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
-    if [[ "$(userspace_versions | tr '\n' ' ')" != "${tag} " ]]; then
-      preflight_fail "${EX_MISMATCH}" "--no-userspace, but the installed userspace driver is '$(userspace_versions | tr '\n' ' ')', not ${tag}"
-    fi
-  else
-    preflight_userspace_conflicts
-  fi
+  userspace_preflight "${tag}"
 }
 
 # preflight_kernel: headers for the target kernel (resolve_kernel dies without
@@ -115,7 +109,7 @@ cmd_preflight() {
   if [[ -r ${P2P_SYSFS}/module/nvidia/version ]]; then
     report info "loaded nvidia module: $(cat "${P2P_SYSFS}/module/nvidia/version")"
   fi
-  report info "userspace driver: $(userspace_versions | tr '\n' ' ' | sed 's/ $//;s/^$/none/')"
+  report info "userspace driver: $(userspace_summary)"
   if [[ -n ${tag} ]]; then
     require_tag "${tag}"
   fi

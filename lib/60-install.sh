@@ -18,11 +18,13 @@ readonly P2P_NAME="nvidia-p2p"
 help_install() {
   cat <<'EOF'
 Usage: build.sh install <tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX]
-                              [--no-userspace] [--sign-key FILE --sign-cert FILE | --sign-generate]
+                              [--userspace auto|keep|run]
+                              [--sign-key FILE --sign-cert FILE | --sign-generate]
 
-Install driver <tag> with PCIe P2P, then the matching userspace driver from
-NVIDIA's .run with --no-kernel-modules, then the P2P module options; rerun
-depmod and the initramfs generator. Needs root.
+Install driver <tag> with PCIe P2P and the P2P module options, keeping the
+userspace driver your distribution's packages installed, or installing it from
+NVIDIA's .run with --no-kernel-modules; rerun depmod and the initramfs
+generator. Needs root.
 
 By default the patched source (from `build.sh build <tag>`) is registered
 with DKMS as module nvidia-p2p/<tag>: DKMS builds and installs it now for
@@ -44,7 +46,19 @@ key pair (/var/lib/dkms/mok.key and mok.pub, made if missing) or the one given.
                     DKMS's when it exists
   --run FILE        a local NVIDIA-Linux-x86_64-<tag>.run (else the cache, or a download)
   --run-sha256 HEX  checksum to require where versions.conf says 'unknown'
-  --no-userspace    keep the installed userspace driver; it must already be <tag>
+  --userspace MODE  who provides the userspace driver (libcuda, libnvidia-ml,
+                    nvidia-smi); it must end up at exactly <tag>:
+                      auto  (default) keep it when packages (dpkg, rpm) own it
+                            and are <tag>; packages of another version are
+                            refused (exit 12) with the commands that fix it;
+                            NVIDIA's .run when no package owns it
+                      keep  keep what is installed (packages or an earlier
+                            .run); it must be <tag>, and its GSP firmware
+                            (/lib/firmware/nvidia/<tag>/gsp_*.bin) must be
+                            there (exit 10 names the package that brings it)
+                      run   NVIDIA's .run of <tag>; refused (exit 10) while
+                            packages own the userspace libraries
+  --no-userspace    the same as --userspace keep
 
 Secure Boot: refused only when no signing key is available. A key that is not
 enrolled yet is used, and build.sh prints the mokutil steps to enroll it.
@@ -124,12 +138,8 @@ install_preflight() {
   fi
   sign_resolve
   preflight_secure_boot
-  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
-    [[ ${P2P_DRY_RUN} -eq 1 ]] || require_userspace_version "${tag}" "--no-userspace: "
-  else
-    preflight_userspace_conflicts
-    fetch_run "${tag}"
-  fi
+  userspace_preflight "${tag}"
+  [[ ${P2P_NO_USERSPACE} -eq 1 ]] || fetch_run "${tag}"
 }
 
 # dkms_target_kernels_dry: the kernels a DKMS install would build for; under

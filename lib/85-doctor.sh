@@ -360,7 +360,10 @@ gpu_bar1_bytes() {
 collect_userspace() {
   local dir=$1 v
   v=$(userspace_versions | sed 's/^/libnvidia-ml.so./')
-  printf '%s\n' "${v:-userspace-libraries: none (no versioned libnvidia-ml or libcuda)}" >"${dir}/userspace.txt"
+  {
+    printf '%s\n' "${v:-userspace-libraries: none (no versioned libnvidia-ml or libcuda)}"
+    printf 'userspace in charge: %s\n' "$(userspace_summary)"
+  } >"${dir}/userspace.txt"
   manifest "${dir}" ok userspace.txt "the versioned libnvidia-ml and libcuda files in the library directories"
 }
 

@@ -5,22 +5,25 @@
 help_all() {
   cat <<'EOF'
 Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
-                      [--no-userspace] [--no-ccache] [--no-dkms]
+                      [--userspace auto|keep|run] [--no-ccache] [--no-dkms]
                       [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
 The whole pipeline for one driver tag:
   1 preflight  tools, headers for the target kernel, root (or sudo), Secure Boot,
-               userspace driver packages; doctor's findings that would stop
+               who provides the userspace driver (see build.sh help install:
+               --userspace); doctor's findings that would stop
                P2P after the install (BIOS, IOMMU, BAR1, GPUs; never fatal)
   2 fetch      upstream source (GitHub, or --source) and the matching .run
+               (not when the installed userspace is kept)
   3 verify     source tree against its pinned tree id, .run against its sha256
   4 patch      the family's patch series with quilt, fuzz 0
   5 build      kbuild against the kernel's headers; module checks; the DKMS source
   6 install    DKMS module nvidia-p2p/<tag> built for every kernel with headers
                (--no-dkms: this kernel's modules only), signed when a key is
                available, depmod override, P2P module options, depmod, initramfs
-  7 userspace  NVIDIA's .run with --no-kernel-modules; userspace version must
-               equal the module version, else everything is rolled back
+  7 userspace  kept (your distribution's packages of <tag>), or NVIDIA's .run
+               with --no-kernel-modules; userspace version must equal the
+               module version, else everything is rolled back
 Then it tells you what to do next (reboot or reload, then `build.sh verify`).
 Fetch, patch and build run as the calling user; install needs root (sudo is
 used when available). Options are those of the stage commands; see
@@ -62,7 +65,11 @@ pipeline_install() {
     install_all "${tag}"
     return 0
   fi
-  [[ ${P2P_NO_USERSPACE} -eq 1 ]] && args+=(--no-userspace)
+  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
+    args+=(--userspace keep)
+  else
+    args+=(--userspace run)
+  fi
   [[ ${P2P_NO_DKMS} -eq 1 ]] && args+=(--no-dkms)
   [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && args+=(--sign-generate)
   [[ ${P2P_SIGN_SOURCE} == user ]] && args+=(--sign-key "${P2P_SIGN_KEY}" --sign-cert "${P2P_SIGN_CERT}")

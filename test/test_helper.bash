@@ -84,6 +84,14 @@ prepared_setup() {
   cp -a "${base}" "${snap}"
 }
 
+# gsp_firmware TAG: the GSP firmware files of TAG under ROOT, where the .run
+# and Debian's firmware-nvidia-gsp put them.
+gsp_firmware() {
+  mkdir -p "${ROOT}/lib/firmware/nvidia/$1"
+  : >"${ROOT}/lib/firmware/nvidia/$1/gsp_ga10x.bin"
+  : >"${ROOT}/lib/firmware/nvidia/$1/gsp_tu10x.bin"
+}
+
 # stub NAME [-]: an executable NAME first on PATH that records its arguments
 # in $STUB_LOG; with "-", the rest of its body (bash) is read from stdin
 # (a quoted heredoc), else it succeeds.

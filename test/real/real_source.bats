@@ -419,6 +419,8 @@ sig_enforce_smoke() {
   # A distribution/DKMS copy of nvidia.ko that must lose to ours.
   cp "${mods}/nvidia.ko" "${root}/lib/modules/${K61}/updates/dkms/nvidia.ko"
   touch "${root}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag}"
+  mkdir -p "${root}/lib/firmware/nvidia/${tag}"
+  : >"${root}/lib/firmware/nvidia/${tag}/gsp_ga10x.bin"
   STUBS="${BATS_TEST_TMPDIR}/stubs"
   mkdir -p "${STUBS}"
   printf '#!/bin/sh\nexit 0\n' >"${STUBS}/update-initramfs"

@@ -174,6 +174,7 @@ assert_nothing_of_ours() {
 @test "uninstall removes the DKMS module and restores the tree byte for byte" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  gsp_firmware "${FIXTURE_TAG}"
   fixture_kernel "${ROOT}" "${K2}"
   local before
   before=$(tree_state)
@@ -192,6 +193,7 @@ assert_nothing_of_ours() {
 @test "uninstall removes /etc/depmod.d when install made it, and only then" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  gsp_firmware "${FIXTURE_TAG}"
   rmdir "${ROOT}/etc/depmod.d"
   local before
   before=$(tree_state)
@@ -207,6 +209,7 @@ assert_nothing_of_ours() {
 @test "uninstall leaves a kernel with headers only as it was: no index of nothing, no empty updates/" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  gsp_firmware "${FIXTURE_TAG}"
   fixture_kernel "${ROOT}" "${K2}"
   assert_not_exist "${ROOT}/lib/modules/${K2}/modules.builtin"
   FAKE_DEPMOD_INDEX=1 depmod -a -b "${ROOT}" "${FIXTURE_KREL}"
@@ -230,6 +233,7 @@ assert_nothing_of_ours() {
 @test "uninstall reindexes a kernel with headers only that still holds another module" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  gsp_firmware "${FIXTURE_TAG}"
   fixture_kernel "${ROOT}" "${K2}"
   mkdir -p "${ROOT}/lib/modules/${K2}/updates/dkms"
   printf 'other\n' >"${ROOT}/lib/modules/${K2}/updates/dkms/other.ko"

@@ -172,6 +172,7 @@ assert_previous_state() {
 @test "--no-userspace with the matching userspace installs the modules only" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${FIXTURE_TAG}"
+  gsp_firmware "${FIXTURE_TAG}"
   run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --no-userspace
   assert_success
   assert_file_exist "${MODDIR}/nvidia.ko"
@@ -188,12 +189,81 @@ assert_previous_state() {
   assert_previous_state
 }
 
-@test "packaged NVIDIA userspace libraries are refused up front (10)" {
-  stub dpkg-query - <<<'echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"'
+# debian_userspace VERSION: dpkg answers as with Debian's libnvidia-ml1 and
+# libcuda1 of VERSION installed (their files in nvidia/current, as the real
+# 535.261.03 packages ship them).
+debian_userspace() {
+  export DEB_VERSION=$1
+  local d="${ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current"
+  mkdir -p "${d}"
+  touch "${d}/libnvidia-ml.so.${1%-*}" "${d}/libcuda.so.${1%-*}"
+  stub dpkg-query - <<'STUB'
+case " $* " in
+*" -S "*)
+  printf 'libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1\n'
+  printf 'libcuda1:amd64: /usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.1\n'
+  ;;
+*" -W "*) printf '%s\n' "${DEB_VERSION}" ;;
+*) exit 1 ;;
+esac
+STUB
+}
+
+@test "--userspace run: packaged NVIDIA userspace libraries are refused up front (10) with the removal command" {
+  debian_userspace "${FIXTURE_TAG}-1"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --userspace run
+  assert_failure 10
+  assert_output --partial "installed by packages (libcuda1 libnvidia-ml1)"
+  assert_output --partial "sudo apt-get purge libcuda1 libnvidia-ml1"
+  assert_previous_state
+}
+
+@test "Debian's packaged userspace of the same version is kept (auto): no .run, the modules installed" {
+  debian_userspace "${FIXTURE_TAG}-1"
+  gsp_firmware "${FIXTURE_TAG}"
+  install_fixture
+  assert_success
+  assert_output --partial "userspace driver: kept: packages libcuda1 libnvidia-ml1 (${FIXTURE_TAG})"
+  assert_file_exist "${MODDIR}/nvidia.ko"
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "a kept userspace without its GSP firmware is refused (10), naming the firmware packages" {
+  debian_userspace "${FIXTURE_TAG}-1"
   install_fixture
   assert_failure 10
-  assert_output --partial "installed by packages (libnvidia-ml1)"
+  assert_output --partial "no GSP firmware of ${FIXTURE_TAG} in /lib/firmware/nvidia/${FIXTURE_TAG}"
+  assert_output --partial "firmware-nvidia-gsp (version ${FIXTURE_TAG})"
+  assert_output --partial "nvidia-firmware-999-${FIXTURE_TAG}"
   assert_previous_state
+}
+
+@test "packages of another supported version are refused (12) before anything changes: install their tag, or the .run" {
+  debian_userspace "999.20.01-1~deb12u1"
+  gsp_firmware "${FIXTURE_TAG}"
+  install_fixture
+  assert_failure 12
+  assert_output --partial "installed by packages (libcuda1 libnvidia-ml1) of version 999.20.01, not ${FIXTURE_TAG}"
+  assert_output --partial "Install their version instead: build.sh install 999.20.01"
+  assert_output --partial "sudo apt-get purge libcuda1 libnvidia-ml1, then build.sh install ${FIXTURE_TAG} --userspace run"
+  assert_previous_state
+}
+
+@test "packages of an unsupported version (Ubuntu's version form) are refused (12) with the .run path" {
+  debian_userspace "550.120-0ubuntu0.24.04.1"
+  install_fixture
+  assert_failure 12
+  assert_output --partial "of version 550.120, not ${FIXTURE_TAG}"
+  refute_output --partial "build.sh install 550.120"
+  assert_output --partial "Either replace them with NVIDIA's .run of ${FIXTURE_TAG}"
+  assert_previous_state
+}
+
+@test "--userspace takes auto, keep or run (2)" {
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --userspace packaged
+  assert_failure 2
+  assert_output --partial "--userspace takes auto, keep or run, not 'packaged'"
 }
 
 @test "install --dry-run lists every step and changes nothing" {

@@ -67,6 +67,28 @@ setup() {
   assert_not_exist "${CACHE}"
 }
 
+@test "--dry-run with Debian's userspace packages of another version: PROBLEM with the fix, no .run planned, exit 12" {
+  as_user
+  stub sudo
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.999.20.01"
+  stub dpkg-query - <<'STUB'
+case " $* " in
+*" -S "*) echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1" ;;
+*" -W "*" libnvidia-ml1 "*) echo "999.20.01-1" ;;
+*) exit 1 ;;
+esac
+STUB
+  run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --no-ccache
+  assert_failure 12
+  assert_output --partial "PROBLEM: the NVIDIA userspace driver is installed by packages (libnvidia-ml1) of version 999.20.01, not ${FIXTURE_TAG}"
+  assert_output --partial "Install their version instead: build.sh install 999.20.01"
+  refute_output --partial "would download https://example.invalid/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  refute_output --partial "--silent --no-kernel-modules"
+  refute_output --partial "no GSP firmware"
+  assert_not_exist "${CACHE}"
+}
+
 @test "--no-dkms: the pipeline installs this kernel's modules only" {
   as_root
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-dkms --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
@@ -85,7 +107,7 @@ setup() {
   # root check refuses: what matters here is the hand-over.
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --run ${RUNFILE}"
+  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --userspace run --run ${RUNFILE}"
 }
 
 @test "through sudo, --no-dkms and the signing options are handed to the install step" {

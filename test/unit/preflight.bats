@@ -76,8 +76,22 @@ Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
   run_build --root "${ROOT}" preflight
   assert_success
   assert_line "info  loaded nvidia module: 550.54.14"
-  assert_line "info  userspace driver: 550.54.14"
+  assert_line "info  userspace driver: 550.54.14 (no package owns it: NVIDIA's .run)"
   assert_not_exist "${CACHE}"
+}
+
+@test "preflight names the packages in charge of the userspace driver" {
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.535.261.03"
+  stub dpkg-query - <<'STUB'
+case " $* " in
+*" -S "*) echo "libnvidia-ml1:amd64: /usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1" ;;
+*" -W "*" libnvidia-ml1 "*) echo "535.261.03-1" ;;
+*) exit 1 ;;
+esac
+STUB
+  run_build --root "${ROOT}" preflight
+  assert_line "info  userspace driver: 535.261.03 (packages: libnvidia-ml1 535.261.03; build.sh install keeps them when they are the tag)"
 }
 
 @test "Secure Boot enabled with no key and no dkms fails preflight (10)" {
