@@ -113,7 +113,13 @@ check_modules() {
     echo "${f}: version ${tag}, vermagic ${kver}, signer $(modinfo -F signer "${f}"), signature verified"
   done
   # (not tee /dev/stderr: reopening the step's log would truncate it)
+  # modprobe nvidia runs nvidia-p2p.conf's install line (modprobe -i nvidia,
+  # which wins over a distribution's redirect), with the family's options...
   deps=$(modprobe -S "${kver}" --show-depends nvidia)
+  printf '%s\n' "${deps}"
+  grep -q "^install modprobe -i nvidia [$]CMDLINE_OPTS .*NVreg_RegistryDwords=" <<<"${deps}"
+  # ...and that loads DKMS's module: the one depmod picks
+  deps=$(modprobe -S "${kver}" --ignore-install --show-depends nvidia)
   printf '%s\n' "${deps}"
   grep -q "/updates/dkms/nvidia.ko" <<<"${deps}"
   du -sh "/lib/modules/${kver}/updates/dkms"

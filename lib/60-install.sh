@@ -241,7 +241,7 @@ write_modprobe_conf() {
   txn_save "${conf}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would write %s:\n' "${conf}"
-    grep -v '^#' "${src}" | sed 's/^/  /'
+    modprobe_conf_text "${tag}" | grep -v '^#' | sed 's/^/  /'
     return 0
   fi
   mkdir -p "$(dirname "${conf}")"
@@ -254,9 +254,25 @@ modprobe_conf_text() {
   src="$(family_dir "${tag}")/modprobe.conf"
   [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
   printf '# Installed by %s for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
-  printf '# Delete this file (or comment out a line) and reboot to switch P2P off\n'
-  printf '# without rebuilding: see README.md, "Switching P2P off".\n'
+  printf '# Comment out the options line(s) and reboot to switch P2P off without\n'
+  printf '# rebuilding: see README.md, "Switching P2P off".\n'
   cat "${src}"
+  modprobe_install_lines
+}
+
+# modprobe_install_lines: make `modprobe nvidia` (and the other four) load the
+# modules of that name, ours. Debian's driver packages redirect it with
+# 'install nvidia modprobe -i nvidia-current ...' (their renamed modules) in
+# /etc/modprobe.d/nvidia.conf; modprobe takes a module's first 'install' line
+# in its files' order, and nvidia-p2p.conf sorts before nvidia.conf.
+modprobe_install_lines() {
+  local m
+  printf '\n# Load these modules, also where Debian'"'"'s driver packages would redirect\n'
+  printf '# modprobe to their nvidia-current* modules (keep these lines).\n'
+  local opts="\$CMDLINE_OPTS" # expanded by modprobe, not here
+  for m in nvidia nvidia-modeset nvidia-drm nvidia-uvm nvidia-peermem; do
+    printf 'install %s modprobe -i %s %s\n' "${m}" "${m}" "${opts}"
+  done
 }
 
 # kernel_has_modules KVER: the tree of KVER holds modules to index (the

@@ -169,8 +169,9 @@ userspace_fix_hint() {
 
 # require_gsp_firmware TAG: the open modules cannot start a GPU without GSP
 # firmware of exactly their version (/lib/firmware/nvidia/TAG/gsp_*.bin: the
-# .run puts it there, Debian's firmware-nvidia-gsp and Ubuntu's
-# nvidia-firmware-<branch>-<version> too).
+# .run puts it there, Debian's firmware-nvidia-gsp (virtual
+# firmware-nvidia-gsp-<version>) and Ubuntu's nvidia-firmware-<branch>-<version>
+# too).
 require_gsp_firmware() {
   local tag=$1 d f
   for d in lib/firmware usr/lib/firmware; do
@@ -178,7 +179,7 @@ require_gsp_firmware() {
       [[ -f ${f} ]] && return 0
     done
   done
-  preflight_fail "${EX_PREFLIGHT}" "no GSP firmware of ${tag} in /lib/firmware/nvidia/${tag}: the open modules cannot start the GPU without it. Install it: Debian: sudo apt-get install firmware-nvidia-gsp (version ${tag}); Ubuntu: sudo apt-get install nvidia-firmware-${tag%%.*}-${tag}; or use NVIDIA's .run of ${tag} (--userspace run)"
+  preflight_fail "${EX_PREFLIGHT}" "no GSP firmware of ${tag} in /lib/firmware/nvidia/${tag}: the open modules cannot start the GPU without it. Install it: Debian: sudo apt-get install firmware-nvidia-gsp-${tag}; Ubuntu: sudo apt-get install nvidia-firmware-${tag%%.*}-${tag}; or use NVIDIA's .run of ${tag} (--userspace run)"
 }
 
 # preflight_userspace_conflicts: a packaged NVIDIA userspace driver would fight

@@ -40,9 +40,12 @@ Runs as a normal user. Prints the package's path on stdout.
 
 The package conflicts with the distributions' NVIDIA kernel module packages
 (nvidia-kernel-dkms, nvidia-open-kernel-dkms, Ubuntu's nvidia-dkms-*) and
-provides nvidia-kernel-<tag> / nvidia-open-kernel-<tag>. The userspace driver
-is not in it: install NVIDIA's .run of the same tag with --no-kernel-modules
-(or your distribution's userspace of exactly <tag>); `build.sh preflight`
+provides nvidia-kernel-<tag> / nvidia-open-kernel-<tag>, so Debian's driver
+packages of <tag> (nvidia-driver, nvidia-tesla-535-driver) take it for their
+kernel modules; it recommends the GSP firmware package of <tag>
+(firmware-nvidia-gsp-<tag>, Ubuntu's nvidia-firmware-<branch>-<tag>). The
+userspace driver is not in it: your distribution's packages of exactly <tag>,
+or NVIDIA's .run of <tag> with --no-kernel-modules; `build.sh preflight`
 reports a mismatch.
 
   --format deb     the package format (deb is the only one)
@@ -195,7 +198,13 @@ deb_maintainer() {
 
 # deb_control TAG DIR: DEBIAN/control. Conflicts with the distributions'
 # NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
-# packages Debian's userspace packages of the same version depend on.
+# packages Debian's userspace packages of the same version depend on, and
+# Recommends the GSP firmware of TAG (Debian's firmware-nvidia-gsp and
+# firmware-nvidia-tesla-535-gsp provide firmware-nvidia-gsp-<version>;
+# Ubuntu's is nvidia-firmware-<branch>-<version>): only Debian's
+# nvidia-kernel-dkms (and the tesla flavour's), which
+# this package replaces, depends on it. A recommendation, since a .run brings
+# its own firmware and most tags have no such package.
 deb_control() {
   local tag=$1 d=$2 size
   size=$(du -sk --exclude=DEBIAN "${d}" | cut -f1)
@@ -206,7 +215,7 @@ Architecture: amd64
 Maintainer: $(deb_maintainer)
 Installed-Size: ${size}
 Depends: dkms (>= ${DKMS_MIN_VERSION})
-Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers
+Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers, firmware-nvidia-gsp-${tag} | nvidia-firmware-${tag%%.*}-${tag}
 Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}
 Conflicts: ${PKG_CONFLICTS}
 Section: kernel
@@ -220,8 +229,9 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  kernel with headers, now and after kernel updates, signed with DKMS's key.
  .
  /etc/modprobe.d/nvidia-p2p.conf sets the driver options that switch P2P
- on; P2P is off when it is removed. The userspace driver of exactly ${tag}
- is needed beside it (NVIDIA's .run with --no-kernel-modules).
+ on. The userspace driver of exactly ${tag} is needed beside it: the
+ distribution's packages of ${tag}, or NVIDIA's .run with
+ --no-kernel-modules.
 EOF
 }
 

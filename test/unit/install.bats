@@ -160,6 +160,26 @@ assert_previous_state() {
   assert_previous_state
 }
 
+@test "real modprobe: with Debian's redirect to nvidia-current installed, modprobe nvidia still loads ours" {
+  local modprobe
+  modprobe=$(PATH="/usr/sbin:/sbin:${PATH}" command -v modprobe) || skip "modprobe (kmod) is not installed"
+  install_fixture
+  assert_success
+  # The shape of Debian's nvidia-kernel-support modprobe file (535.261.03),
+  # active as /etc/modprobe.d/nvidia.conf through its alternatives.
+  printf 'install nvidia modprobe -i nvidia-current %s\n' "\$CMDLINE_OPTS" >"${ROOT}/etc/modprobe.d/nvidia.conf"
+  printf 'install nvidia-uvm modprobe nvidia ; modprobe -i nvidia-current-uvm %s\n' "\$CMDLINE_OPTS" >>"${ROOT}/etc/modprobe.d/nvidia.conf"
+  printf 'alias pci:v000010DEd*sv*sd*bc03sc00i00* nvidia\n' >>"${ROOT}/etc/modprobe.d/nvidia.conf"
+  run "${modprobe}" -C "${ROOT}/etc/modprobe.d" -d "${ROOT}" -S "${FIXTURE_KREL}" --show-depends nvidia
+  assert_output --partial "install modprobe -i nvidia \$CMDLINE_OPTS NVreg_RegistryDwords=\"RMForceP2PType=2\""
+  run "${modprobe}" -C "${ROOT}/etc/modprobe.d" -d "${ROOT}" -S "${FIXTURE_KREL}" --show-depends nvidia-uvm
+  assert_output --partial "install modprobe -i nvidia-uvm \$CMDLINE_OPTS"
+  # without our file, Debian's redirect wins: the check above can fail
+  rm "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  run "${modprobe}" -C "${ROOT}/etc/modprobe.d" -d "${ROOT}" -S "${FIXTURE_KREL}" --show-depends nvidia
+  assert_output --partial 'install modprobe -i nvidia-current'
+}
+
 @test "--no-userspace requires the installed userspace to be the same version (12)" {
   mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
   touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
@@ -234,7 +254,7 @@ STUB
   install_fixture
   assert_failure 10
   assert_output --partial "no GSP firmware of ${FIXTURE_TAG} in /lib/firmware/nvidia/${FIXTURE_TAG}"
-  assert_output --partial "firmware-nvidia-gsp (version ${FIXTURE_TAG})"
+  assert_output --partial "sudo apt-get install firmware-nvidia-gsp-${FIXTURE_TAG}"
   assert_output --partial "nvidia-firmware-999-${FIXTURE_TAG}"
   assert_previous_state
 }
