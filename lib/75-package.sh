@@ -246,6 +246,10 @@ ${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia/nv-kernel.o_binary]
 ${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kernel.o_binary]
 # A local build for apt install ./file.deb, never uploaded to an archive.
 ${PKG_NAME}: initial-upload-closes-no-bugs *
+# 'install' lines load our modules where Debian's driver packages redirect
+# modprobe nvidia to nvidia-current with theirs; only an earlier 'install'
+# line can win over that (a softdep cannot).
+${PKG_NAME}: obsolete-command-in-modprobe.d-file install [etc/modprobe.d/nvidia-p2p.conf]
 EOF
 }
 

@@ -86,8 +86,9 @@ package() {
   run cat "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
   assert_line "nvidia-p2p-dkms: unstripped-binary-or-object [usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary]"
   assert_line "nvidia-p2p-dkms: initial-upload-closes-no-bugs *"
+  assert_line "nvidia-p2p-dkms: obsolete-command-in-modprobe.d-file install [etc/modprobe.d/nvidia-p2p.conf]"
   run grep -c '^#' "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
-  assert_output 3
+  assert_output 6
   run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | awk 'length > 80 && !/^ -- /' | wc -l"
   assert_output 0
 }
