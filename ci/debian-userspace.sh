@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# ci/debian-userspace.sh: Debian's real NVIDIA driver packages beside
+# nvidia-p2p-dkms, inside a throwaway Debian chroot (test/real/
+# debian_userspace.bats runs it there with ci/chroot.sh run).
+#
+#   ci/debian-userspace.sh candidate DRIVER
+#       adds contrib, non-free and non-free-firmware to the chroot's apt
+#       sources, updates, and prints the upstream version of DRIVER that apt
+#       would install (535.261.03-1 -> 535.261.03)
+#   ci/debian-userspace.sh steps DRIVER KMOD TAG DEB
+#       DRIVER (nvidia-driver, nvidia-tesla-535-driver) of TAG from Debian,
+#       its kernel module package KMOD (nvidia-kernel-dkms, ...), then DEB
+#       (nvidia-p2p-dkms of TAG) in KMOD's place, then DEB purged
+#
+# The kernel headers are removed first, so no DKMS build runs (Debian's
+# postinst skips kernels without headers; DKMS with real builds is
+# ci/dkms-chroot.sh's). Prints one "PASS|FAIL step" line per step; exit 0
+# when all pass, 1 when one fails, 2 usage.
+set -euo pipefail
+
+FAILED=0
+
+# step NAME CMD...: run CMD, its output into the log; PASS or FAIL NAME.
+step() {
+  local name=$1
+  shift
+  printf '== %s\n' "${name}" >>/tmp/debian-userspace.log
+  if "$@" >>/tmp/debian-userspace.log 2>&1; then
+    printf 'PASS %s\n' "${name}"
+  else
+    printf 'FAIL %s\n' "${name}"
+    FAILED=1
+  fi
+}
+
+# more_components: the chroot's release suite again with contrib, non-free
+# and non-free-firmware (Debian's NVIDIA packages and the GSP firmware); not
+# -security, -updates or -backports: their driver versions (bookworm-security
+# has 535.309.01) are not upstream tags this project lists.
+more_components() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [[ -f ${f} ]] || continue
+    sed -n -E 's/^(deb .* [a-z]+) main$/\1 contrib non-free non-free-firmware/p' "${f}"
+  done | sort -u >/etc/apt/sources.list.d/nvidia-components.list
+  [[ -s /etc/apt/sources.list.d/nvidia-components.list ]]
+}
+
+candidate() {
+  local driver=$1 v
+  more_components || { echo "no deb line with main in the chroot's sources" >&2 && return 1; }
+  apt-get -q update >&2
+  v=$(apt-cache policy "${driver}" | sed -n 's/^  Candidate: //p')
+  [[ -n ${v} && ${v} != "(none)" ]] || { echo "apt has no ${driver}" >&2 && return 1; }
+  v=${v#*:}
+  printf '%s\n' "${v%%-*}"
+}
+
+# installed PKG: dpkg has PKG installed (ii).
+installed() { [[ "$(dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null)" == "ii " ]]; }
+
+# apt_clean: apt-get check finds no broken dependency.
+apt_clean() { apt-get check; }
+
+# loads_ours: modprobe nvidia runs nvidia-p2p.conf's install line (with its
+# options) for every kernel; loads_stock: it does not.
+loads_ours() {
+  local k out
+  for k in /lib/modules/*; do
+    out=$(modprobe -S "${k##*/}" --show-depends nvidia)
+    printf '%s: %s\n' "${k##*/}" "${out}"
+    grep -q '^install modprobe -i nvidia [$]CMDLINE_OPTS .*NVreg_RegistryDwords=' <<<"${out}" || return 1
+  done
+}
+loads_stock() {
+  local k out
+  for k in /lib/modules/*; do
+    out=$(modprobe -S "${k##*/}" --show-depends nvidia)
+    printf '%s: %s\n' "${k##*/}" "${out}"
+    ! grep -q '^install modprobe -i nvidia [$]CMDLINE_OPTS' <<<"${out}" || return 1
+  done
+}
+
+# firmware TAG: the GSP firmware of TAG is on disk.
+firmware() { compgen -G "/lib/firmware/nvidia/$1/gsp_*.bin"; }
+
+steps() {
+  local driver=$1 kmod=$2 tag=$3 deb=$4
+  export DEBIAN_FRONTEND=noninteractive
+  : >/tmp/debian-userspace.log
+  step "no kernel headers (no DKMS build in this test)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
+  step "apt-get install ${driver} (${tag}, with ${kmod})" apt-get -y -q install "${driver}"
+  step "${driver} and ${kmod} installed" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod}"
+  step "stock: modprobe nvidia is Debian's" loads_stock
+  step "stock: GSP firmware of ${tag}" firmware "${tag}"
+  step "apt-get install ./$(basename "${deb}") (in ${kmod}'s place)" apt-get -y -q install "${deb}"
+  step "${driver} stays, ${kmod} removed" bash -c "$(declare -f installed); installed ${driver} && installed nvidia-p2p-dkms && ! installed ${kmod}"
+  step "apt-get check" apt_clean
+  step "modprobe nvidia loads ours, with the P2P options" loads_ours
+  step "GSP firmware of ${tag} still there" firmware "${tag}"
+  step "apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)" apt-get -y -q purge nvidia-p2p-dkms
+  step "${driver} and ${kmod} installed again" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod} && ! installed nvidia-p2p-dkms"
+  step "apt-get check after purge" apt_clean
+  step "modprobe nvidia is Debian's again" loads_stock
+  [[ ${FAILED} -eq 0 ]]
+}
+
+main() {
+  case "${1:-}:$#" in
+  candidate:2) candidate "$2" ;;
+  steps:5) steps "$2" "$3" "$4" "$5" ;;
+  *)
+    sed -n '2,20p' "${BASH_SOURCE[0]}" >&2
+    exit 2
+    ;;
+  esac
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi
