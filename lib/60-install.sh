@@ -398,7 +398,7 @@ cmd_uninstall() {
   done
   txn_commit
   stage finished "${P2P_NAME} removed for: ${P2P_KERNELS[*]-}; reboot to load the previous driver"
-  note "the userspace driver from the .run is still installed; see README.md (Uninstall) to replace it"
+  uninstall_userspace_note
 }
 
 # state_entries PREFIX: what follows PREFIX in the names of the state

@@ -82,6 +82,19 @@ userspace_summary() {
   fi
 }
 
+# uninstall_userspace_note: what uninstall leaves of the userspace driver,
+# and how to go on from there.
+uninstall_userspace_note() {
+  local names
+  names=$(packaged_userspace | cut -d' ' -f1 | tr '\n' ' ')
+  names=${names% }
+  if [[ -n ${names} ]]; then
+    note "the userspace driver of the packages ${names} stays installed; their distribution's kernel module package gives the stock driver back (Debian: sudo apt-get install nvidia-kernel-dkms)"
+  elif [[ -n "$(userspace_versions)" ]]; then
+    note "the userspace driver from the .run stays installed (sudo nvidia-uninstall removes it; another .run with --no-kernel-modules replaces it)"
+  fi
+}
+
 # remove_packages_cmd PKG...: the command that removes them here.
 remove_packages_cmd() {
   if command -v dpkg-query >/dev/null 2>&1; then

@@ -320,6 +320,23 @@ STUB
   assert_output 2
 }
 
+@test "uninstall says whose userspace driver stays: the .run's, or the packages' with the way back to stock" {
+  install_fixture
+  assert_success
+  run_build --root "${ROOT}" --yes uninstall
+  assert_success
+  assert_output --partial "the userspace driver from the .run stays installed (sudo nvidia-uninstall removes it"
+  debian_userspace "${FIXTURE_TAG}-1"
+  gsp_firmware "${FIXTURE_TAG}"
+  install_fixture
+  assert_success
+  run_build --root "${ROOT}" --yes uninstall
+  assert_success
+  assert_output --partial "the userspace driver of the packages libcuda1 libnvidia-ml1 stays installed"
+  assert_output --partial "sudo apt-get install nvidia-kernel-dkms"
+  refute_output --partial "from the .run"
+}
+
 @test "uninstall with nothing installed is refused (10)" {
   run_build --root "${ROOT}" --yes uninstall
   assert_failure 10
