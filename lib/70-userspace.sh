@@ -37,13 +37,14 @@ userspace_versions() {
   done | sort -u
 }
 
-# require_userspace_version TAG PREFIX: exactly TAG is installed, or EX_MISMATCH.
+# require_userspace_version TAG PREFIX: exactly TAG is installed, or EX_MISMATCH
+# (under --dry-run a reported problem).
 require_userspace_version() {
   local tag=$1 prefix=$2 found
   found=$(userspace_versions | tr '\n' ' ')
   found=${found% }
   if [[ ${found} != "${tag}" ]]; then
-    die "${EX_MISMATCH}" "${prefix}userspace driver version is '${found:-none}', modules are ${tag}; that would be a \"Driver/library version mismatch\" (install the matching .run: --userspace run)"
+    preflight_fail "${EX_MISMATCH}" "${prefix}userspace driver version is '${found:-none}', modules are ${tag}; that would be a \"Driver/library version mismatch\" (install the matching .run: --userspace run)"
   fi
 }
 
@@ -66,6 +67,14 @@ packaged_userspace() {
   fi
 }
 
+# packaged_names: the names of the packages packaged_userspace lists, on one
+# line (nothing when none).
+packaged_names() {
+  local names
+  names=$(packaged_userspace | cut -d' ' -f1 | tr '\n' ' ')
+  printf '%s' "${names% }"
+}
+
 # userspace_summary: the installed userspace versions and who is in charge of
 # them (packages, or none: NVIDIA's .run), one line.
 userspace_summary() {
@@ -86,8 +95,7 @@ userspace_summary() {
 # and how to go on from there.
 uninstall_userspace_note() {
   local names
-  names=$(packaged_userspace | cut -d' ' -f1 | tr '\n' ' ')
-  names=${names% }
+  names=$(packaged_names)
   if [[ -n ${names} ]]; then
     note "the userspace driver of the packages ${names} stays installed; their distribution's kernel module package gives the stock driver back (Debian: sudo apt-get install nvidia-kernel-dkms)"
   elif [[ -n "$(userspace_versions)" ]]; then
@@ -110,6 +118,8 @@ remove_packages_cmd() {
 #   keep  the installed userspace (packaged or an earlier .run) must be TAG,
 #         and its GSP firmware must be there
 #   run   NVIDIA's .run of TAG; packages owning the libraries are refused
+#         (the .run would fight with them, and theirs would survive in other
+#         library directories: a version mismatch)
 #   auto  keep when packages own the userspace (same version, else refused
 #         with the commands that fix it), run when none do
 # Status 1 when it refused (only --dry-run gets that far).
@@ -150,20 +160,14 @@ userspace_resolve() {
 }
 
 # userspace_preflight TAG: who provides the userspace (userspace_resolve),
-# then its checks: a kept one must be TAG with TAG's GSP firmware; for the
-# .run no package may own the libraries.
+# then a kept one's checks: it must be TAG, with TAG's GSP firmware.
 userspace_preflight() {
-  local tag=$1 found
+  local tag=$1
   if ! userspace_resolve "${tag}"; then
     :
   elif [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
-    found=$(userspace_versions | tr '\n' ' ')
-    found=${found% }
-    [[ ${found} == "${tag}" ]] ||
-      preflight_fail "${EX_MISMATCH}" "keeping the installed userspace driver: userspace driver version is '${found:-none}', modules are ${tag}; that would be a \"Driver/library version mismatch\" (install the matching .run: --userspace run)"
+    require_userspace_version "${tag}" "keeping the installed userspace driver: "
     require_gsp_firmware "${tag}"
-  else
-    preflight_userspace_conflicts
   fi
   note "userspace driver: ${P2P_USERSPACE_WHY}"
 }
@@ -193,16 +197,4 @@ require_gsp_firmware() {
     done
   done
   preflight_fail "${EX_PREFLIGHT}" "no GSP firmware of ${tag} in /lib/firmware/nvidia/${tag}: the open modules cannot start the GPU without it. Install it: Debian: sudo apt-get install firmware-nvidia-gsp-${tag}; Ubuntu: sudo apt-get install nvidia-firmware-${tag%%.*}-${tag}; or use NVIDIA's .run of ${tag} (--userspace run)"
-}
-
-# preflight_userspace_conflicts: a packaged NVIDIA userspace driver would fight
-# with the .run installer (and survive it in other library directories).
-preflight_userspace_conflicts() {
-  local names
-  [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
-  names=$(packaged_userspace | cut -d' ' -f1 | tr '\n' ' ')
-  names=${names% }
-  if [[ -n ${names} ]]; then
-    die "${EX_PREFLIGHT}" "the NVIDIA userspace driver is installed by packages (${names}); the .run would fight with them: keep them (--userspace keep, when they are the tag's version) or remove them first: $(remove_packages_cmd "${names}")"
-  fi
 }

@@ -16,6 +16,7 @@
 # the matrix's budget.
 
 load ../test_helper
+load debian_pkg
 
 setup_file() {
   export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
@@ -60,16 +61,6 @@ driver_tag() {
   [[ -n ${v} && ${v} != "(none)" ]] || return 1
   v=${v#*:}
   printf '%s\n' "${v%%-*}"
-}
-
-# control_text TAG DIR: the control file build.sh package writes for TAG
-# (status 3: TAG is not in versions.conf).
-control_text() {
-  # shellcheck source=build.sh
-  source "${REPO_ROOT}/build.sh"
-  versions_load
-  [[ -n ${V_FAMILY[$1]:-} ]] || return 3
-  deb_control "$1" "$2"
 }
 
 # standin_deb TAG: nvidia-p2p-dkms_TAG-1_amd64.deb with the real control file.

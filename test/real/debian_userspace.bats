@@ -19,31 +19,11 @@
 # minutes a case (package downloads and installs).
 
 load ../test_helper
+load debian_pkg
 
 setup_file() {
   export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
   export CHROOTS="${NVP2P_TEST_CHROOTS:-${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}/chroots}"
-}
-
-# control_text TAG DIR: the control file build.sh package writes for TAG
-# (status 3: TAG is not in versions.conf).
-control_text() {
-  # shellcheck source=build.sh
-  source "${REPO_ROOT}/build.sh"
-  versions_load
-  [[ -n ${V_FAMILY[$1]:-} ]] || return 3
-  deb_control "$1" "$2"
-}
-
-# conf_text modprobe|depmod TAG: that file's text as build.sh package writes it.
-conf_text() {
-  # shellcheck source=build.sh
-  source "${REPO_ROOT}/build.sh"
-  versions_load
-  case $1 in
-  modprobe) modprobe_conf_text "$2" ;;
-  depmod) depmod_conf_text "${DKMS_DEST}" ;;
-  esac
 }
 
 # standin_deb TAG OUT: OUT/nvidia-p2p-dkms_TAG-1_amd64.deb: the control
