@@ -32,6 +32,8 @@ source "${P2P_LIB_DIR}/66-sign.sh"
 source "${P2P_LIB_DIR}/70-userspace.sh"
 # shellcheck source=lib/75-package.sh
 source "${P2P_LIB_DIR}/75-package.sh"
+# shellcheck source=lib/77-repo.sh
+source "${P2P_LIB_DIR}/77-repo.sh"
 # shellcheck source=lib/80-rebase.sh
 source "${P2P_LIB_DIR}/80-rebase.sh"
 # shellcheck source=lib/85-doctor.sh
@@ -220,7 +222,7 @@ main() {
     return 0
   fi
   case ${cmd} in
-  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package | doctor) shift ;;
+  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package | repo | doctor) shift ;;
   [0-9]*) cmd=all ;;
   *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
   esac

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ci/deps.sh [unit|build]: install, with apt, what the tests need on Debian 12.
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
-#          openssl (signing tests; dpkg-deb is part of dpkg)
+#          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
+#          and gpgv (build.sh repo: apt-ftparchive, signing, checking)
 #   build  also what real builds and the QEMU load test need
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
-  ca-certificates xz-utils make gcc binutils python3 openssl)
+  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv)
 BUILD_PACKAGES=(linux-headers-amd64 ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
 
 main() {

@@ -130,10 +130,11 @@ objects_present() {
 # deb_version TAG: <tag>-<revision>.
 deb_version() { printf '%s-%s\n' "$1" "${P2P_REVISION}"; }
 
-# deb_build TAG: the package from the payload; prints its path.
+# deb_build TAG [OUT]: the package from the payload, in OUT (default: --out,
+# else the current directory); prints its path.
 deb_build() {
   local tag=$1 stagedir out deb
-  out=${P2P_OUT:-$(pwd -P)}
+  out=${2:-${P2P_OUT:-$(pwd -P)}}
   deb="${out}/${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
   stage package "${deb##*/}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then

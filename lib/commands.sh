@@ -252,6 +252,7 @@ Commands:
   install <tag>     install built modules, the matching userspace .run, the P2P options
   uninstall         remove what install put in place
   package <tag>     a Debian package (DKMS source) of the patched driver
+  repo <dir> <tag>...  a signed apt repository of those packages, for fleets
   preflight         report P2P-relevant facts about this machine
   doctor            why P2P works or not here, pair by pair (or in a bundle)
   verify            build and run the P2P verification tool
@@ -281,8 +282,8 @@ cmd_help() {
   case ${topic} in
   "") usage ;;
   exit-codes) help_exit_codes ;;
-  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | doctor) "help_${topic}" ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | repo | doctor) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package doctor)" ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package repo doctor)" ;;
   esac
 }

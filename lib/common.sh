@@ -20,6 +20,7 @@ readonly EX_MISMATCH=12
 readonly EX_KERNEL=13
 readonly EX_CONFLICT=14
 readonly EX_SIGN=15
+readonly EX_REPO=16
 readonly EX_DOCTOR_BLOCKED=30
 readonly EX_DOCTOR_INSUFFICIENT=31
 readonly EX_DOCTOR_NO_PAIR=32
@@ -45,6 +46,7 @@ exit_code_table() {
     "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
     "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
     "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
+    "${EX_REPO}" "repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)" \
     "${EX_DOCTOR_BLOCKED}" "doctor: a finding stops or breaks P2P (certain or likely)" \
     "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but not every pair's state (or a failure's cause) can be told; the report lists what to collect" \
     "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs, and nothing found that stops P2P" \

@@ -1,0 +1,416 @@
+# shellcheck shell=bash
+# lib/77-repo.sh: `build.sh repo`: a signed apt repository of nvidia-p2p-dkms
+# packages for fleets. apt-ftparchive (apt-utils, maintained with apt itself)
+# writes the indexes, gpg signs them; the repository checks itself (gpgv and
+# every hash) before it replaces the published indexes.
+#
+#   <dir>/pool/main/n/nvidia-p2p-dkms/*.deb      the packages, never rewritten
+#   <dir>/dists/<suite>/{Release,InRelease,Release.gpg}
+#   <dir>/dists/<suite>/main/binary-amd64/Packages{,.xz}
+#   <dir>/nvidia-p2p-archive-keyring.gpg         the public key (Signed-By)
+#   <dir>/nvidia-p2p.sources                     the client's apt source
+#
+# The public key in <dir> is the repository's identity: later runs sign with
+# the same key (it must be in gpg's secret keyring) and refuse another one,
+# which every client would reject.
+
+readonly REPO_KEYRING="nvidia-p2p-archive-keyring.gpg"
+readonly REPO_SOURCES="nvidia-p2p.sources"
+readonly REPO_POOL="pool/main/n/${PKG_NAME}"
+
+help_repo() {
+  cat <<'EOF'
+Usage: build.sh repo <dir> <tag|file.deb>... [--key KEYID | --generate-key]
+                     [--suite NAME] [--url URL] [--revision N] [--source PATH]
+                     [--no-ccache]
+
+Make or update a signed apt repository in <dir> holding nvidia-p2p-dkms of
+each <tag> (built as `build.sh package` does; a package already in the
+repository is kept, never rebuilt) or each given .deb (an nvidia-p2p-dkms
+package built elsewhere). Machines that point apt at it install, upgrade to
+another tag and remove with plain apt commands; DKMS builds the modules on
+each machine, and again for every new kernel.
+
+  --key KEYID      sign with this secret key of gpg's keyring ($GNUPGHOME or
+                   ~/.gnupg); needed for a new repository unless --generate-key
+  --generate-key   a new repository only: make an ed25519 signing key without
+                   a passphrase in gpg's keyring (add one: gpg --passwd <fpr>)
+  --suite NAME     the suite (default: stable)
+  --url URL        where clients reach <dir>, for the .sources file
+                   (default: file:<dir>; e.g. https://apt.example.org/p2p)
+  --revision N     Debian revision of the packages built here (default 1)
+  --source PATH    the upstream source, as for fetch (a git directory serves
+                   every tag)
+  --no-ccache      do not use ccache
+
+Later runs find the key through <dir>/nvidia-p2p-archive-keyring.gpg and
+refuse another: clients trust only that key. Publishing a .deb of a version
+the repository holds with other content is refused (apt would report a hash
+mismatch); build it with --revision N+1. Prints the path of
+<dir>/nvidia-p2p.sources on stdout. On each client, as root:
+
+  cp nvidia-p2p-archive-keyring.gpg /usr/share/keyrings/
+  cp nvidia-p2p.sources /etc/apt/sources.list.d/
+  apt update && apt install nvidia-p2p-dkms      # the newest tag
+  apt install nvidia-p2p-dkms=<tag>-1            # or one tag
+  apt remove nvidia-p2p-dkms
+
+apt picks the highest version of the suite: hold a fleet on one tag with
+`apt-mark hold nvidia-p2p-dkms` or an apt preferences pin.
+EOF
+}
+
+P2P_REPO_DIR=""
+P2P_REPO_KEY=""
+P2P_REPO_GENERATE=0
+P2P_REPO_SUITE="stable"
+P2P_REPO_URL=""
+P2P_REPO_ITEMS=()
+
+# repo_parse_args ARGS...: <dir>, then tags or .deb files, and the options.
+repo_parse_args() {
+  local opt stray=""
+  local -a package_opts=()
+  while [[ $# -gt 0 ]]; do
+    opt=$1
+    if [[ ${opt} == --*=* ]]; then
+      set -- "${opt%%=*}" "${opt#*=}" "${@:2}"
+      opt=$1
+    fi
+    case ${opt} in
+    --generate-key) P2P_REPO_GENERATE=1 && shift ;;
+    --no-ccache) package_opts+=("$1") && shift ;;
+    --revision | --source)
+      package_opts+=("$1" "${2:-}")
+      shift $(($# >= 2 ? 2 : 1))
+      ;;
+    --key | --suite | --url)
+      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
+      repo_set_opt "${opt}" "$2"
+      shift 2
+      ;;
+    -*) die "${EX_USAGE}" "unknown option '${opt}' for repo (see: build.sh help repo)" ;;
+    *)
+      if [[ -z ${P2P_REPO_DIR} ]]; then
+        P2P_REPO_DIR=$(abs_path "${opt}")
+      else
+        P2P_REPO_ITEMS+=("${opt}")
+      fi
+      shift
+      ;;
+    esac
+  done
+  # the options of the packages, checked as package checks them
+  parse_stage_args package stray "${package_opts[@]+"${package_opts[@]}"}"
+  [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}'"
+  [[ -n ${P2P_REPO_DIR} ]] || die "${EX_USAGE}" "repo needs a directory and at least one tag or .deb (see: build.sh help repo)"
+  [[ ${#P2P_REPO_ITEMS[@]} -gt 0 ]] || die "${EX_USAGE}" "repo needs at least one tag or .deb after the directory"
+  [[ -z ${P2P_REPO_KEY} || ${P2P_REPO_GENERATE} -eq 0 ]] || die "${EX_USAGE}" "--key and --generate-key exclude each other"
+}
+
+repo_set_opt() {
+  case $1 in
+  --key)
+    [[ $2 =~ ^[[:print:]]+$ ]] || die "${EX_USAGE}" "--key: a key id, fingerprint or user id in printable characters"
+    P2P_REPO_KEY=$2
+    ;;
+  --suite)
+    [[ $2 =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || die "${EX_USAGE}" "--suite '$2': lower-case letters, digits, . + - only"
+    P2P_REPO_SUITE=$2
+    ;;
+  --url)
+    [[ $2 =~ ^(https?|file):[^[:space:]]+$ ]] || die "${EX_USAGE}" "--url '$2' is not an http(s):// or file: URL"
+    P2P_REPO_URL=${2%/}
+    ;;
+  esac
+}
+
+cmd_repo() {
+  local item fpr
+  repo_parse_args "$@"
+  need_cmd apt-ftparchive apt-utils
+  need_cmd gpg gnupg
+  need_cmd gpgv gpgv
+  need_cmd dpkg-deb dpkg
+  need_cmd xz xz-utils
+  repo_check_items
+  [[ -e ${P2P_REPO_DIR} && ! -d ${P2P_REPO_DIR} ]] && die "${EX_USAGE}" "${P2P_REPO_DIR} exists and is not a directory"
+  fpr=$(repo_key)
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    repo_plan "${fpr}"
+    return 0
+  fi
+  [[ -d ${P2P_REPO_DIR} ]] || P2P_REPO_NEW=1
+  mkdir -p "${P2P_REPO_DIR}/${REPO_POOL}"
+  repo_lock
+  on_exit repo_rollback
+  if [[ -z ${fpr} ]]; then
+    fpr=$(repo_generate_key)
+  fi
+  for item in "${P2P_REPO_ITEMS[@]}"; do
+    if [[ ${item} == *.deb ]]; then
+      repo_add_deb "$(abs_path "${item}")"
+    else
+      repo_add_tag "${item}"
+    fi
+  done
+  repo_publish "${fpr}"
+  printf '%s\n' "${P2P_REPO_DIR}/${REPO_SOURCES}"
+}
+
+# repo_check_items: every tag is listed and every .deb is a package of ours,
+# before anything is built or written.
+repo_check_items() {
+  local item
+  for item in "${P2P_REPO_ITEMS[@]}"; do
+    if [[ ${item} == *.deb ]]; then
+      repo_deb_tag "$(abs_path "${item}")" >/dev/null
+    else
+      require_tag "${item}"
+    fi
+  done
+}
+
+# repo_deb_tag FILE: the tag of FILE, an nvidia-p2p-dkms package for amd64 of
+# a tag versions.conf lists; dies otherwise.
+repo_deb_tag() {
+  local deb=$1 fields name version arch tag
+  [[ -f ${deb} ]] || die "${EX_USAGE}" "${deb}: no such file"
+  fields=$(dpkg-deb -f "${deb}" Package Version Architecture 2>/dev/null) ||
+    die "${EX_USAGE}" "${deb}: not a Debian package (dpkg-deb cannot read it)"
+  name=$(sed -n 's/^Package: //p' <<<"${fields}")
+  version=$(sed -n 's/^Version: //p' <<<"${fields}")
+  arch=$(sed -n 's/^Architecture: //p' <<<"${fields}")
+  [[ ${name} == "${PKG_NAME}" && ${arch} == amd64 ]] ||
+    die "${EX_USAGE}" "${deb}: package ${name:-?} (${arch:-?}), not ${PKG_NAME} (amd64)"
+  tag=${version%-*}
+  require_tag "${tag}"
+  printf '%s\n' "${tag}"
+}
+
+# repo_key: the fingerprint to sign with (nothing when --generate-key makes
+# one). The repository's published key decides; --key must name that key.
+repo_key() {
+  local published="" fpr=""
+  [[ -z ${GNUPGHOME:-} || -d ${GNUPGHOME} ]] || die "${EX_REPO}" "GNUPGHOME=${GNUPGHOME} is not a directory (gpg's keyring)"
+  if [[ -f ${P2P_REPO_DIR}/${REPO_KEYRING} ]]; then
+    published=$(gpg --batch --with-colons --show-keys "${P2P_REPO_DIR}/${REPO_KEYRING}" 2>/dev/null |
+      awk -F: '$1 == "pub" { p = 1; next } p && $1 == "fpr" { print $10; exit }') || published=""
+    [[ -n ${published} ]] || die "${EX_REPO}" "${P2P_REPO_DIR}/${REPO_KEYRING} holds no public key gpg can read"
+    [[ ${P2P_REPO_GENERATE} -eq 0 ]] ||
+      die "${EX_USAGE}" "${P2P_REPO_DIR} already has its signing key ${published}; --generate-key is for a new repository"
+  fi
+  if [[ -n ${P2P_REPO_KEY} ]]; then
+    fpr=$(repo_secret_fpr "${P2P_REPO_KEY}") ||
+      die "${EX_REPO}" "no secret key '${P2P_REPO_KEY}' in gpg's keyring (${GNUPGHOME:-${HOME}/.gnupg}): gpg --list-secret-keys shows the keys that can sign"
+    if [[ -n ${published} && ${fpr} != "${published}" ]]; then
+      die "${EX_REPO}" "${P2P_REPO_DIR} is signed by key ${published}, and its clients trust only that one; sign with it (--key ${published}) or make a new repository for key ${fpr}"
+    fi
+  elif [[ -n ${published} ]]; then
+    fpr=$(repo_secret_fpr "${published}") ||
+      die "${EX_REPO}" "the repository's key ${published} is not in gpg's secret keyring (${GNUPGHOME:-${HOME}/.gnupg}); import it there (gpg --import) or set GNUPGHOME"
+  elif [[ ${P2P_REPO_GENERATE} -eq 0 ]]; then
+    die "${EX_USAGE}" "a new repository needs a signing key: --key KEYID (a secret key in gpg's keyring) or --generate-key"
+  fi
+  printf '%s\n' "${fpr}"
+}
+
+# repo_secret_fpr KEY: the primary fingerprint of the one secret key KEY names.
+repo_secret_fpr() {
+  local out n
+  out=$(gpg --batch --with-colons --list-secret-keys -- "$1" 2>/dev/null |
+    awk -F: '$1 == "sec" { p = 1; next } p && $1 == "fpr" { print $10; p = 0 }') || return 1
+  n=$(grep -c . <<<"${out}") || true
+  [[ ${n} -eq 1 ]] || return 1
+  printf '%s\n' "${out}"
+}
+
+# repo_generate_key: a new ed25519 signing key; prints its fingerprint.
+repo_generate_key() {
+  local uid fpr host
+  host=$(hostname 2>/dev/null || echo localhost)
+  uid="nvidia-p2p apt repository (${host}) <nvidia-p2p@${host%%.*}.invalid>"
+  stage key "generating an ed25519 signing key: ${uid}"
+  fpr=$(gpg --batch --yes --pinentry-mode loopback --passphrase '' --status-fd 1 \
+    --quick-generate-key "${uid}" ed25519 sign never 2>>"${P2P_LOG_FILE:-/dev/null}" |
+    awk '$2 == "KEY_CREATED" { print $4 }') || fpr=""
+  [[ -n ${fpr} ]] || die "${EX_REPO}" "gpg could not generate a key in ${GNUPGHOME:-${HOME}/.gnupg}"
+  note "signing key ${fpr} (no passphrase; add one with: gpg --passwd ${fpr}). Keep a copy: gpg --export-secret-keys --armor ${fpr}"
+  printf '%s\n' "${fpr}"
+}
+
+repo_plan() {
+  local fpr=$1 item
+  printf 'Plan for repository %s (suite %s), changing nothing:\n' "${P2P_REPO_DIR}" "${P2P_REPO_SUITE}"
+  for item in "${P2P_REPO_ITEMS[@]}"; do
+    if [[ ${item} == *.deb ]]; then
+      printf 'would add %s to %s\n' "$(abs_path "${item}")" "${REPO_POOL}"
+    else
+      printf 'would build %s into %s (unless there)\n' "${PKG_NAME}_$(deb_version "${item}")_amd64.deb" "${REPO_POOL}"
+    fi
+  done
+  printf 'would index with apt-ftparchive and sign with %s\n' "${fpr:-a new ed25519 key (--generate-key)}"
+}
+
+# repo_lock: one run per repository (beside the build cache's own lock).
+P2P_REPO_LOCK_FD=""
+repo_lock() {
+  exec {P2P_REPO_LOCK_FD}>"${P2P_REPO_DIR}/.lock"
+  flock -n "${P2P_REPO_LOCK_FD}" ||
+    die "${EX_LOCKED}" "another build.sh run holds the lock ${P2P_REPO_DIR}/.lock; wait for it to finish"
+}
+
+# repo_rollback RC: a run that fails takes the packages it added out of the
+# pool again: the pool stays what the published indexes list. A repository
+# this run began is removed.
+P2P_REPO_ADDED=()
+P2P_REPO_NEW=0
+repo_rollback() {
+  local rc=$1 f
+  [[ ${rc} -ne 0 ]] || return 0
+  if [[ ${P2P_REPO_NEW} -eq 1 ]]; then
+    rm -rf -- "${P2P_REPO_DIR}"
+    return 0
+  fi
+  for f in "${P2P_REPO_ADDED[@]+"${P2P_REPO_ADDED[@]}"}"; do
+    rm -f -- "${f}"
+  done
+}
+
+# repo_add_tag TAG: the package of TAG into the pool, built unless there.
+repo_add_tag() {
+  local tag=$1 name
+  name="${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
+  if [[ -f ${P2P_REPO_DIR}/${REPO_POOL}/${name} ]]; then
+    note "${name} is in the repository already: kept (a new build needs --revision)"
+    return 0
+  fi
+  cache_lock
+  fetch_source "${tag}"
+  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  build_objects "${tag}"
+  check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
+  make_payload "${tag}" "${P2P_OBJECTS_DIR}"
+  P2P_REPO_ADDED+=("${P2P_REPO_DIR}/${REPO_POOL}/${name}")
+  deb_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL}" >/dev/null
+  stage repo "${name} added"
+}
+
+# repo_add_deb FILE: FILE into the pool; the same file again is kept, another
+# file of the same name is refused.
+repo_add_deb() {
+  local deb=$1 name target
+  repo_deb_tag "${deb}" >/dev/null
+  name=$(dpkg-deb -f "${deb}" Version)
+  name="${PKG_NAME}_${name}_amd64.deb"
+  target="${P2P_REPO_DIR}/${REPO_POOL}/${name}"
+  if [[ -f ${target} ]]; then
+    cmp -s -- "${deb}" "${target}" ||
+      die "${EX_REPO}" "${name} is in the repository with other content; apt clients would see a hash mismatch: build the new one with --revision N+1"
+    note "${name} is in the repository already: kept"
+    return 0
+  fi
+  mk_temp_file "${P2P_REPO_DIR}/${REPO_POOL}"
+  P2P_REPO_ADDED+=("${target}")
+  cp -- "${deb}" "${P2P_TMP}"
+  chmod 0644 "${P2P_TMP}"
+  mv -f -- "${P2P_TMP}" "${target}"
+  stage repo "${name} added"
+}
+
+# repo_publish FPR: indexes of the pool, signed with FPR, checked, then put
+# in place of the published ones; the public key and the .sources file.
+repo_publish() {
+  local fpr=$1 new suite="${P2P_REPO_SUITE}" dists="${P2P_REPO_DIR}/dists"
+  mkdir -p "${dists}"
+  mk_temp_dir "${dists}"
+  new=${P2P_TMP}
+  stage index "apt-ftparchive: ${P2P_REPO_DIR}, suite ${suite}"
+  repo_index "${new}/${suite}"
+  stage sign "InRelease and Release.gpg with key ${fpr}"
+  repo_sign "${fpr}" "${new}/${suite}"
+  gpg --batch --export "${fpr}" >"${new}/keyring.gpg" 2>>"${P2P_LOG_FILE:-/dev/null}" || true
+  [[ -s ${new}/keyring.gpg ]] || die "${EX_REPO}" "gpg could not export the public key ${fpr}"
+  repo_check "${new}/${suite}" "${new}/keyring.gpg"
+  repo_sources >"${new}/sources"
+  mv -f -- "${new}/keyring.gpg" "${P2P_REPO_DIR}/${REPO_KEYRING}"
+  mv -f -- "${new}/sources" "${P2P_REPO_DIR}/${REPO_SOURCES}"
+  chmod 0644 "${P2P_REPO_DIR}/${REPO_KEYRING}" "${P2P_REPO_DIR}/${REPO_SOURCES}"
+  chmod -R a+rX "${new}/${suite}"
+  if [[ -d ${dists}/${suite} ]]; then
+    mv -- "${dists}/${suite}" "${new}/old"
+  fi
+  mv -- "${new}/${suite}" "${dists}/${suite}"
+  stage repo "$(repo_versions "${dists}/${suite}") published in ${P2P_REPO_DIR}, suite ${suite}"
+}
+
+# repo_index DIR: DIR/main/binary-amd64/Packages{,.xz} of the pool and DIR/Release.
+repo_index() {
+  local d=$1 bin="$1/main/binary-amd64"
+  mkdir -p "${bin}"
+  (cd "${P2P_REPO_DIR}" && apt-ftparchive packages pool) >"${bin}/Packages" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    die "${EX_REPO}" "apt-ftparchive could not index ${P2P_REPO_DIR}/pool"
+  xz -9 -k -- "${bin}/Packages"
+  apt-ftparchive \
+    -o APT::FTPArchive::Release::Origin=nvidia-p2p \
+    -o APT::FTPArchive::Release::Label=nvidia-p2p \
+    -o "APT::FTPArchive::Release::Suite=${P2P_REPO_SUITE}" \
+    -o "APT::FTPArchive::Release::Codename=${P2P_REPO_SUITE}" \
+    -o APT::FTPArchive::Release::Architectures=amd64 \
+    -o APT::FTPArchive::Release::Components=main \
+    -o "APT::FTPArchive::Release::Description=nvidia-p2p-dkms: NVIDIA open kernel modules with PCIe P2P" \
+    release "${d}" >"${d}.Release" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    die "${EX_REPO}" "apt-ftparchive could not write the Release file"
+  mv -f -- "${d}.Release" "${d}/Release"
+}
+
+# repo_sign FPR DIR: DIR/InRelease (inline) and DIR/Release.gpg (detached).
+repo_sign() {
+  local fpr=$1 d=$2
+  local -a gpg=(gpg --yes --local-user "${fpr}" --digest-algo SHA512)
+  if ! "${gpg[@]}" --clearsign --output "${d}/InRelease" "${d}/Release" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    ! "${gpg[@]}" --armor --detach-sign --output "${d}/Release.gpg" "${d}/Release" 2>>"${P2P_LOG_FILE:-/dev/null}"; then
+    die "${EX_REPO}" "gpg could not sign with key ${fpr} (a passphrase needs gpg-agent and a pinentry; see ${P2P_LOG_FILE:-the output above})"
+  fi
+}
+
+# repo_check DIR KEYRING: what a client checks, before publishing: both
+# signatures verify against the public key, the indexes match the Release
+# file's SHA256 sums, every package matches its Packages entry.
+repo_check() {
+  local d=$1 keyring=$2 sum size file line
+  if ! gpgv --keyring "${keyring}" "${d}/InRelease" >/dev/null 2>&1 ||
+    ! gpgv --keyring "${keyring}" "${d}/Release.gpg" "${d}/Release" >/dev/null 2>&1; then
+    die "${EX_REPO}" "the new signatures do not verify against the exported public key; nothing was published"
+  fi
+  while read -r sum size file; do
+    [[ -f ${d}/${file} ]] || continue
+    [[ "$(sha256sum <"${d}/${file}" | cut -d' ' -f1)" == "${sum}" && "$(stat -c %s "${d}/${file}")" == "${size}" ]] ||
+      die "${EX_REPO}" "${file} does not match its Release entry; nothing was published"
+  done < <(awk '/^SHA256:/ { p = 1; next } /^[^ ]/ { p = 0 } p { print $1, $2, $3 }' "${d}/Release")
+  while IFS= read -r line; do
+    sum=${line#* }
+    file=${line%% *}
+    [[ "$(sha256sum <"${P2P_REPO_DIR}/${file}" | cut -d' ' -f1)" == "${sum}" ]] ||
+      die "${EX_REPO}" "${file} does not match its Packages entry; nothing was published"
+  done < <(awk '/^Filename: / { f = $2 } /^SHA256: / { print f, $2 }' "${d}/main/binary-amd64/Packages")
+}
+
+# repo_sources: the client's deb822 source.
+repo_sources() {
+  cat <<EOF
+# nvidia-p2p apt repository: /etc/apt/sources.list.d/${REPO_SOURCES}, with
+# ${REPO_KEYRING} in /usr/share/keyrings/ (build.sh help repo).
+Types: deb
+URIs: ${P2P_REPO_URL:-file:${P2P_REPO_DIR}}
+Suites: ${P2P_REPO_SUITE}
+Components: main
+Architectures: amd64
+Signed-By: /usr/share/keyrings/${REPO_KEYRING}
+EOF
+}
+
+# repo_versions DIR: the versions the suite's Packages lists, comma-separated.
+repo_versions() {
+  awk '/^Version: / { v = v (v ? ", " : "") $2 } END { print v }' "$1/main/binary-amd64/Packages"
+}
