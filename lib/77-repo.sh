@@ -16,7 +16,7 @@
 
 readonly REPO_KEYRING="nvidia-p2p-archive-keyring.gpg"
 readonly REPO_SOURCES="nvidia-p2p.sources"
-readonly REPO_POOL="pool/main/n/${PKG_NAME}"
+readonly REPO_POOL_PATH="pool/main/n/${PKG_NAME}"
 
 help_repo() {
   cat <<'EOF'
@@ -141,7 +141,7 @@ cmd_repo() {
     return 0
   fi
   [[ -d ${P2P_REPO_DIR} ]] || P2P_REPO_NEW=1
-  mkdir -p "${P2P_REPO_DIR}/${REPO_POOL}"
+  mkdir -p "${P2P_REPO_DIR}/${REPO_POOL_PATH}"
   repo_lock
   on_exit repo_rollback
   if [[ -z ${fpr} ]]; then
@@ -244,9 +244,9 @@ repo_plan() {
   printf 'Plan for repository %s (suite %s), changing nothing:\n' "${P2P_REPO_DIR}" "${P2P_REPO_SUITE}"
   for item in "${P2P_REPO_ITEMS[@]}"; do
     if [[ ${item} == *.deb ]]; then
-      printf 'would add %s to %s\n' "$(abs_path "${item}")" "${REPO_POOL}"
+      printf 'would add %s to %s\n' "$(abs_path "${item}")" "${REPO_POOL_PATH}"
     else
-      printf 'would build %s into %s (unless there)\n' "${PKG_NAME}_$(deb_version "${item}")_amd64.deb" "${REPO_POOL}"
+      printf 'would build %s into %s (unless there)\n' "${PKG_NAME}_$(deb_version "${item}")_amd64.deb" "${REPO_POOL_PATH}"
     fi
   done
   printf 'would index with apt-ftparchive and sign with %s\n' "${fpr:-a new ed25519 key (--generate-key)}"
@@ -281,7 +281,7 @@ repo_rollback() {
 repo_add_tag() {
   local tag=$1 name
   name="${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
-  if [[ -f ${P2P_REPO_DIR}/${REPO_POOL}/${name} ]]; then
+  if [[ -f ${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name} ]]; then
     note "${name} is in the repository already: kept (a new build needs --revision)"
     return 0
   fi
@@ -291,8 +291,8 @@ repo_add_tag() {
   build_objects "${tag}"
   check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
   make_payload "${tag}" "${P2P_OBJECTS_DIR}"
-  P2P_REPO_ADDED+=("${P2P_REPO_DIR}/${REPO_POOL}/${name}")
-  deb_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL}" >/dev/null
+  P2P_REPO_ADDED+=("${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}")
+  deb_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL_PATH}" >/dev/null
   stage repo "${name} added"
 }
 
@@ -303,14 +303,14 @@ repo_add_deb() {
   repo_deb_tag "${deb}" >/dev/null
   name=$(dpkg-deb -f "${deb}" Version)
   name="${PKG_NAME}_${name}_amd64.deb"
-  target="${P2P_REPO_DIR}/${REPO_POOL}/${name}"
+  target="${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}"
   if [[ -f ${target} ]]; then
     cmp -s -- "${deb}" "${target}" ||
       die "${EX_REPO}" "${name} is in the repository with other content; apt clients would see a hash mismatch: build the new one with --revision N+1"
     note "${name} is in the repository already: kept"
     return 0
   fi
-  mk_temp_file "${P2P_REPO_DIR}/${REPO_POOL}"
+  mk_temp_file "${P2P_REPO_DIR}/${REPO_POOL_PATH}"
   P2P_REPO_ADDED+=("${target}")
   cp -- "${deb}" "${P2P_TMP}"
   chmod 0644 "${P2P_TMP}"
