@@ -3,24 +3,30 @@
 # the host's /lib/modules): real dkms, dpkg/apt, depmod, the kernel's
 # sign-file, two kernels' headers.
 #
-#   ci/dkms-chroot.sh ROOT TAG CACHE WORK
+#   ci/dkms-chroot.sh ROOT TAG CACHE WORK TAG2
 #
 # ROOT is a Debian chroot with dkms, gcc, g++, make, quilt, openssl, lintian,
-# initramfs-tools, a kernel image (K1, the oldest) and linux-headers for it
-# and a newer kernel (K2), whose headers .deb is in /var/cache/apt/archives or
-# in the archive;
-# CACHE a build.sh cache holding TAG's verified source; WORK an empty work
-# directory. As root, in a private mount namespace, it:
+# apt-utils, gnupg, initramfs-tools, a kernel image (K1, the oldest) and
+# linux-headers for it and a newer kernel (K2), whose headers .deb is in
+# /var/cache/apt/archives or in the archive;
+# CACHE a build.sh cache holding the verified sources of TAG and TAG2 (a
+# later tag); WORK an empty work directory. As root, in a private mount
+# namespace, it:
 #   1 removes the second kernel's headers (a kernel without headers)
 #   2 records the module trees' state (paths, modes, sha256 of each file)
-#   3 build.sh package TAG; lintian on the .deb
-#   4 apt-get install ./nvidia-p2p-dkms_TAG-1_amd64.deb: DKMS builds for the
+#   3 build.sh package TAG and TAG2; lintian on TAG's .deb
+#   4 build.sh repo: a signed apt repository of both (a new key); the
+#     chroot's apt gets its key and .sources, apt-get update with signature
+#     checking on
+#   5 apt-get install nvidia-p2p-dkms=TAG-1 from it: DKMS builds for the
 #     first kernel; modules: version, vermagic, signature against DKMS's
 #     certificate, depmod picks them (modprobe --show-depends)
-#   5 installs the second kernel's headers again: DKMS's kernel hook builds
+#   6 installs the second kernel's headers again: DKMS's kernel hook builds
 #     for it; the same checks
-#   6 apt-get purge: the module trees are as in 2
-#   7 build.sh install TAG --kernel K1 --no-userspace, then uninstall: the
+#   7 apt-get install nvidia-p2p-dkms: the upgrade to TAG2; DKMS removes TAG
+#     and builds TAG2 for both kernels; the same checks
+#   8 apt-get purge: the module trees are as in 2
+#   9 build.sh install TAG --kernel K1 --no-userspace, then uninstall: the
 #     module trees are as in 2
 # Prints one "PASS|FAIL step (seconds)" line per step. Exit 0 when all pass,
 # 1 when one fails, 2 usage, 77 cannot run here (not root, no unshare).
@@ -40,19 +46,19 @@ main() {
     inside "$@"
     return
   fi
-  [[ $# -eq 4 ]] || { sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
-  local root=$1 tag=$2 cache=$3 work=$4 repo
+  [[ $# -eq 5 ]] || { sed -n '2,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
+  local root=$1 tag=$2 cache=$3 work=$4 tag2=$5 repo
   [[ "$(id -u)" == 0 ]] || die 77 "needs root (mounts, chroot)"
   command -v unshare >/dev/null 2>&1 || die 77 "unshare is not installed (util-linux)"
   [[ -x ${root}/usr/sbin/dkms ]] || die 2 "${root}: no dkms in the chroot"
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
   mkdir -p "${work}"
-  unshare -m --propagation private -- "${BASH_SOURCE[0]}" __inside "${root}" "${repo}" "${cache}" "${work}" "${tag}"
+  unshare -m --propagation private -- "${BASH_SOURCE[0]}" __inside "${root}" "${repo}" "${cache}" "${work}" "${tag}" "${tag2}"
 }
 
-# inside ROOT REPO CACHE WORK TAG: mounts, then the steps in the chroot.
+# inside ROOT REPO CACHE WORK TAG TAG2: mounts, then the steps in the chroot.
 inside() {
-  local root=$1 repo=$2 cache=$3 work=$4 tag=$5 d
+  local root=$1 repo=$2 cache=$3 work=$4 tag=$5 tag2=$6 d
   mount -t proc proc "${root}/proc"
   mount --rbind /dev "${root}/dev"
   for d in repo cache work; do
@@ -65,7 +71,7 @@ inside() {
   # cache's ccache directory), so a rerun recompiles only what changed.
   exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
     PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}"
+    bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}" "${tag2}"
 }
 
 FAILED=0
@@ -162,8 +168,38 @@ same_state() {
   diff -u "${before}" "${IN_WORK}/state-now.txt"
 }
 
+# make_repo DIR DEB...: build.sh repo DIR with the DEBs, signed with a new
+# key in a GNUPGHOME of the work directory.
+make_repo() {
+  local dir=$1
+  shift
+  mkdir -p "${IN_WORK}/gnupg"
+  chmod 0700 "${IN_WORK}/gnupg"
+  GNUPGHOME="${IN_WORK}/gnupg" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" repo "${dir}" "$@" --generate-key
+  GNUPGHOME="${IN_WORK}/gnupg" gpgconf --kill gpg-agent || true
+}
+
+# apt_source REPO: the chroot's apt takes the repository build.sh repo made
+# in REPO (its key as Signed-By, its .sources), then updates with every
+# signature checked (a failure is an error).
+apt_source() {
+  cp "$1/nvidia-p2p-archive-keyring.gpg" /usr/share/keyrings/
+  cp "$1/nvidia-p2p.sources" /etc/apt/sources.list.d/
+  cat /etc/apt/sources.list.d/nvidia-p2p.sources
+  apt-get update --error-on=any
+  apt-cache policy nvidia-p2p-dkms
+}
+
+# only_version TAG: DKMS knows nvidia-p2p in version TAG and no other.
+only_version() {
+  local st
+  st=$(dkms status -m nvidia-p2p)
+  printf '%s\n' "${st}"
+  [[ -n ${st} ]] && ! grep -v -q "^nvidia-p2p/$1" <<<"${st}"
+}
+
 steps() {
-  local tag=$1 k1 k2 hdr2 deb
+  local tag=$1 tag2=$2 k1 k2 hdr2 deb repo=/lab/work/repo
   # shellcheck source=lib/66-sign.sh
   source /lab/repo/lib/66-sign.sh
   : >"${IN_WORK}/steps.log"
@@ -183,12 +219,19 @@ steps() {
   step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag}" --out "${IN_WORK}/out"
   deb="${IN_WORK}/out/nvidia-p2p-dkms_${tag}-1_amd64.deb"
   step "lintian (errors and warnings fail; overrides in the package say why)" lintian --fail-on error,warning --info --display-info "${deb}"
-  step "apt-get install ./$(basename "${deb}") (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${deb}"
+  step "build.sh package ${tag2}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag2}" --out "${IN_WORK}/out"
+  step "build.sh repo: a signed apt repository of ${tag} and ${tag2}" make_repo "${repo}" "${deb}" "${IN_WORK}/out/nvidia-p2p-dkms_${tag2}-1_amd64.deb"
+  step "apt source: the repository's key and .sources; apt-get update checks its signature" apt_source "${repo}"
+  step "apt-get install nvidia-p2p-dkms=${tag}-1 from the repository (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "nvidia-p2p-dkms=${tag}-1"
   step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
   step "no modules for ${k2} (no headers)" bash -c "! ls /lib/modules/${k2}/updates/dkms/nvidia.ko* 2>/dev/null"
   step "install the headers of ${k2}: DKMS's hook builds for it" dpkg -i "${hdr2}"
   step "modules of ${k2}: version, vermagic, signature, depmod's choice" check_modules "${k2}" "${tag}"
   step "modules of ${k1} still there" check_modules "${k1}" "${tag}"
+  step "apt-get install nvidia-p2p-dkms: the upgrade to ${tag2} (DKMS rebuilds for both kernels)" env DEBIAN_FRONTEND=noninteractive apt-get install -y nvidia-p2p-dkms
+  step "modules of ${k1} after the upgrade: version ${tag2}" check_modules "${k1}" "${tag2}"
+  step "modules of ${k2} after the upgrade: version ${tag2}" check_modules "${k2}" "${tag2}"
+  step "DKMS holds ${tag2} only (the upgrade removed ${tag})" only_version "${tag2}"
   step "apt-get purge nvidia-p2p-dkms" env DEBIAN_FRONTEND=noninteractive apt-get purge -y nvidia-p2p-dkms
   step "after purge the module trees are as before (headers of ${k2} back)" bash -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y linux-headers-${k2} >/dev/null && diff -u ${IN_WORK}/state-before.txt <(source /lab/repo/ci/dkms-chroot.sh && tree_state)"
   step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes install "${tag}" --kernel "${k1}" --no-userspace

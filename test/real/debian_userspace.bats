@@ -14,9 +14,10 @@
 # modprobe/depmod files `build.sh package` writes for that tag, without the
 # DKMS source; the kernel headers are removed so that no DKMS build runs
 # (test/real/dkms_chroot.bats builds and installs the real package). A chroot
-# not made yet (the matrix and the DKMS test make them), no root, no network
-# or a version versions.conf does not list SKIP, with the reason. About 2-4
-# minutes a case (package downloads and installs).
+# not made yet is made here (5-7 minutes; the DKMS test and the matrix use
+# the same ones). No root, no network or a version versions.conf does not
+# list SKIP, with the reason. About 2-4 minutes a case (package downloads and
+# installs).
 
 load ../test_helper
 load debian_pkg
@@ -45,9 +46,9 @@ standin_deb() {
 scenario() {
   local name=$1 driver=$2 kmod=$3 dir="${BATS_TEST_TMPDIR}/chroots" work="${BATS_TEST_TMPDIR}/work" tag rc=0
   [[ "$(id -u)" == 0 ]] || skip "needs root (chroot, mounts)"
-  [[ -d ${CHROOTS}/${name}/root ]] || skip "chroot ${name} is not made yet in ${CHROOTS} (ci/chroot.sh make ${name} DIR; the DKMS test and the matrix make them)"
   mkdir -p "${dir}/${name}" "${work}"
-  # verified (dpkg --verify) and brought up to date, as the other tests do
+  # verified (dpkg --verify) and brought up to date, or made (a few minutes
+  # the DKMS test and the matrix, which use the same chroots, then save)
   "${REPO_ROOT}/ci/chroot.sh" make "${name}" "${CHROOTS}" >/dev/null 2>"${work}/make.log" ||
     skip "chroot ${name}: $(tail -n 1 "${work}/make.log")"
   cp -a "${CHROOTS}/${name}/root" "${dir}/${name}/root"

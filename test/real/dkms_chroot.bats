@@ -5,11 +5,14 @@
 # when dpkg --verify finds it intact) with real dkms 3.0.10, dpkg/apt,
 # lintian, depmod, update-initramfs and the kernel's sign-file, two kernels
 # (6.1 with its image, 6.12 headers as the kernel update). For 565.57.01:
-# build.sh package, lintian, apt install (DKMS builds and signs for the first
-# kernel), the second kernel's headers (DKMS's hook builds for it), apt purge
-# (nothing left), build.sh install --kernel / uninstall (module trees equal
-# to before, byte for byte). Slow: it runs before the matrix of
-# real_source.bats, which gets the time left.
+# build.sh package, lintian; build.sh repo with it and 570.211.01's package
+# (signed, a new key), the chroot's apt pointed at it (signature checked);
+# apt install of 565.57.01 from it (DKMS builds and signs for the first
+# kernel), the second kernel's headers (DKMS's hook builds for it), apt's
+# upgrade to 570.211.01 (DKMS rebuilds for both), apt purge (nothing left),
+# build.sh install --kernel / uninstall (module trees equal to before, byte
+# for byte). Slow: it runs before the matrix of real_source.bats, which gets
+# the time left.
 #
 # Taking turns with the matrix: a run whose DKMS_STEPS steps all pass records, in
 # the cache, the digest of what it tested (build.sh, lib/, the chroot
@@ -27,12 +30,14 @@ load ../test_helper
 load dkms_record
 
 DKMS_TAG=565.57.01
+# The later tag of the same family the repository's clients upgrade to.
+DKMS_TAG2=570.211.01
 # The steps ci/dkms-chroot.sh reports (PASS or FAIL lines) when it runs to the end.
-DKMS_STEPS=17
+DKMS_STEPS=24
 # Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
-# chroot, empty ccache) about 30; it is skipped when fewer are left before
+# chroot, empty ccache) about 35; it is skipped when fewer are left before
 # the deadline, less 20 for the matrix and the tests after it.
-DKMS_NEED_MIN=30
+DKMS_NEED_MIN=35
 # A pass with the same inputs is trusted for this long (Debian's updates to
 # the chroot change its digest sooner).
 DKMS_MAX_AGE_DAYS=7
@@ -44,26 +49,28 @@ setup_file() {
   : >"${D_STEPS}"
   D_SKIP=$(dkms_cannot_run)
   [[ -z ${D_SKIP} ]] || return 0
-  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git root copy work out
+  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git root copy work out tag
   git=$(real_git_dir "${cache}") || { D_SKIP="${git}" && return 0; }
-  if ! out=$("${REPO_ROOT}/build.sh" --cache-dir "${cache}" fetch "${DKMS_TAG}" --source "${git}" --no-run 2>&1); then
-    D_SKIP="no verified source of ${DKMS_TAG}: $(tail -n 1 <<<"${out}")"
-    return 0
-  fi
+  for tag in "${DKMS_TAG}" "${DKMS_TAG2}"; do
+    if ! out=$("${REPO_ROOT}/build.sh" --cache-dir "${cache}" fetch "${tag}" --source "${git}" --no-run 2>&1); then
+      D_SKIP="no verified source of ${tag}: $(tail -n 1 <<<"${out}")"
+      return 0
+    fi
+  done
   if ! root=$("${REPO_ROOT}/ci/chroot.sh" make bookworm-dkms "${NVP2P_TEST_CHROOTS:-${cache}/chroots}" 2>"${BATS_FILE_TMPDIR}/chroot.log"); then
     D_SKIP="chroot bookworm-dkms: $(tail -n 1 "${BATS_FILE_TMPDIR}/chroot.log")"
     return 0
   fi
   export D_RECORD="${cache}/dkms-chroot-passed"
   export D_DIGEST
-  D_DIGEST=$(inputs_digest "${REPO_ROOT}" "${DKMS_TAG}" "${root}")
+  D_DIGEST=$(inputs_digest "${REPO_ROOT}" "${DKMS_TAG}" "${root}" "${DKMS_TAG2}")
   D_SKIP=$(recent_pass "${D_RECORD}" "${D_DIGEST}" "${DKMS_MAX_AGE_DAYS}")
   [[ -z ${D_SKIP} ]] || return 0
   copy="${BATS_FILE_TMPDIR}/root"
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
   rm -rf "${work}"
   cp -a "${root}" "${copy}"
-  "${REPO_ROOT}/ci/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" >"${D_STEPS}" 2>&1 || true
+  "${REPO_ROOT}/ci/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" "${DKMS_TAG2}" >"${D_STEPS}" 2>&1 || true
   rm -rf "${copy}"
   export D_LOG="${work}/steps.log"
   record_result "${D_RECORD}" "${D_DIGEST}" "${D_STEPS}" "${DKMS_STEPS}"
@@ -125,13 +132,23 @@ passed() {
   passed "build.sh package" "lintian"
 }
 
-@test "dkms chroot: apt install ./nvidia-p2p-dkms_${DKMS_TAG}-1_amd64.deb: DKMS builds signed modules that depmod picks" {
-  passed "apt-get install" "modules of [^ ]+: version"
+@test "dkms chroot: build.sh repo of ${DKMS_TAG} and ${DKMS_TAG2}; apt takes it with its key, signature checked" {
+  passed "build.sh package ${DKMS_TAG2}" "build.sh repo" "apt source"
+}
+
+@test "dkms chroot: apt install nvidia-p2p-dkms=${DKMS_TAG}-1 from the repository: DKMS builds signed modules that depmod picks" {
+  passed "apt-get install nvidia-p2p-dkms=" "modules of [^ ]+: version"
 }
 
 @test "dkms chroot: headers of a second kernel arrive: DKMS builds for it; the first kernel keeps its modules" {
   passed "no modules for" "install the headers of" "modules of [^ ]+ still there"
   run grep -c -E '^PASS modules of [^ ]+: version' "${D_STEPS}"
+  assert_output 2
+}
+
+@test "dkms chroot: apt upgrades to ${DKMS_TAG2} from the repository: DKMS rebuilds for both kernels, ${DKMS_TAG} is gone" {
+  passed "apt-get install nvidia-p2p-dkms: the upgrade" "modules of [^ ]+ after the upgrade" "DKMS holds ${DKMS_TAG2} only"
+  run grep -c -E '^PASS modules of [^ ]+ after the upgrade: version' "${D_STEPS}"
   assert_output 2
 }
 

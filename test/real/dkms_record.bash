@@ -2,18 +2,21 @@
 # What lets test/real/dkms_chroot.bats take turns with the matrix: a record
 # of its last full pass (epoch and inputs digest) in the test cache.
 
-# inputs_digest REPO TAG ROOT: sha256 over what the DKMS test exercises:
-# build.sh, lib/, the chroot scripts, the test, the series and TAG's family,
-# TAG's pins (not its "tested" column) and the chroot ROOT's package list.
+# inputs_digest REPO TAG ROOT [TAG2...]: sha256 over what the DKMS test
+# exercises: build.sh, lib/, the chroot scripts, the test, the series and
+# TAG's family, the pins of TAG and the TAG2s (not their "tested" column)
+# and the chroot ROOT's package list.
 inputs_digest() {
-  local repo=$1 tag=$2 root=$3 family
+  local repo=$1 tag=$2 root=$3 family t
   family=$(awk -v t="${tag}" '$1 == t { print $2 }' "${repo}/versions.conf")
   [[ -n ${family} ]] || return 1
   {
     (cd "${repo}" && find build.sh lib ci/dkms-chroot.sh ci/chroot.sh ci/chroots.conf series \
       "patches/${family}" test/real/dkms_chroot.bats test/real/dkms_record.bash \
       -type f -print0 | sort -z | xargs -0 sha256sum)
-    awk -v t="${tag}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
+    for t in "${tag}" "${@:4}"; do
+      awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
+    done
     sha256sum <"${root}/var/lib/dpkg/status"
   } | sha256sum | cut -d' ' -f1
 }
