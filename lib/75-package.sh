@@ -199,7 +199,9 @@ deb_maintainer() {
 
 # deb_control TAG DIR: DEBIAN/control. Conflicts with the distributions'
 # NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
-# packages Debian's userspace packages of the same version depend on, and
+# packages Debian's userspace packages of the same version depend on
+# (nvidia-kernel-<tag>, nvidia-open-kernel-<tag>) and, versioned, Ubuntu's
+# kernel module package names (deb_provides_ubuntu), and
 # Recommends the GSP firmware of TAG (Debian's firmware-nvidia-gsp and
 # firmware-nvidia-tesla-535-gsp provide firmware-nvidia-gsp-<version>;
 # Ubuntu's is nvidia-firmware-<branch>-<version>): only Debian's
@@ -217,7 +219,7 @@ Maintainer: $(deb_maintainer)
 Installed-Size: ${size}
 Depends: dkms (>= ${DKMS_MIN_VERSION})
 Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers, firmware-nvidia-gsp-${tag} | nvidia-firmware-${tag%%.*}-${tag}
-Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}
+Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}, $(deb_provides_ubuntu "${tag}")
 Conflicts: ${PKG_CONFLICTS}
 Section: kernel
 Priority: optional
@@ -234,6 +236,20 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  distribution's packages of ${tag}, or NVIDIA's .run with
  --no-kernel-modules.
 EOF
+}
+
+# deb_provides_ubuntu TAG: Ubuntu's nvidia-driver-<branch>[-server][-open]
+# of TAG depend on nvidia-dkms-<branch>[-server][-open] (>= TAG) and
+# (<= TAG-1), no alternative (canonical/nvidia-graphics-drivers, 570 to 595;
+# Ubuntu's prebuilt linux-modules-nvidia-* satisfy it the same way, with a
+# versioned Provides). Provided at exactly TAG, a userspace of another
+# version never takes this package.
+deb_provides_ubuntu() {
+  local tag=$1 b=${1%%.*} flavour out=""
+  for flavour in "" -open -server -server-open; do
+    out+="${out:+, }nvidia-dkms-${b}${flavour} (= ${tag})"
+  done
+  printf '%s\n' "${out}"
 }
 
 # deb_lintian_overrides TAG: what lintian reports of this package that is

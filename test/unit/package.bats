@@ -36,7 +36,8 @@ package() {
   assert_success
   run dpkg-deb -f "${DEB}" Conflicts Provides
   assert_line "Conflicts: nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms, nvidia-kernel-open-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel, nvidia-dkms, nvidia-dkms-open"
-  assert_line "Provides: nvidia-kernel-${FIXTURE_TAG}, nvidia-open-kernel-${FIXTURE_TAG}"
+  local b=${FIXTURE_TAG%%.*} t=${FIXTURE_TAG}
+  assert_line "Provides: nvidia-kernel-${t}, nvidia-open-kernel-${t}, nvidia-dkms-${b} (= ${t}), nvidia-dkms-${b}-open (= ${t}), nvidia-dkms-${b}-server (= ${t}), nvidia-dkms-${b}-server-open (= ${t})"
 }
 
 @test "the package holds the DKMS source, dkms.conf, the options and the override as conffiles, docs" {
