@@ -84,6 +84,17 @@ loads_stock() {
 # firmware TAG: the GSP firmware of TAG is on disk.
 firmware() { compgen -G "/lib/firmware/nvidia/$1/gsp_*.bin"; }
 
+# preflight_says TAG: build.sh preflight names Debian's packages of TAG as
+# the userspace driver, and no version mismatch with the package's modules
+# (nvidia-smi --version cannot say it here: without a loaded driver it only
+# prints that it could not communicate with one).
+preflight_says() {
+  local out
+  out=$(/lab/repo/build.sh --cache-dir /tmp/nvidia-p2p-cache preflight 2>&1) || true
+  printf '%s\n' "${out}"
+  grep -q "userspace driver: $1 (packages: " <<<"${out}" && ! grep -q "differs from the nvidia-p2p modules" <<<"${out}"
+}
+
 steps() {
   local driver=$1 kmod=$2 tag=$3 deb=$4
   export DEBIAN_FRONTEND=noninteractive
@@ -98,6 +109,7 @@ steps() {
   step "apt-get check" apt_clean
   step "modprobe nvidia loads ours, with the P2P options" loads_ours
   step "GSP firmware of ${tag} still there" firmware "${tag}"
+  step "build.sh preflight: the userspace driver is Debian's ${tag}, as the modules" preflight_says "${tag}"
   step "apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)" apt-get -y -q purge nvidia-p2p-dkms
   step "${driver} and ${kmod} installed again" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod} && ! installed nvidia-p2p-dkms"
   step "apt-get check after purge" apt_clean

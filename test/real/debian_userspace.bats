@@ -68,6 +68,7 @@ scenario() {
   rm -rf "${dir:?}/${name}"
   assert_success
   assert_line "PASS modprobe nvidia loads ours, with the P2P options"
+  assert_line "PASS build.sh preflight: the userspace driver is Debian's ${tag}, as the modules"
   assert_line "PASS apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)"
   refute_line --regexp '^FAIL '
 }
