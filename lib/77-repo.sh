@@ -293,6 +293,8 @@ repo_add_tag() {
   make_payload "${tag}" "${P2P_OBJECTS_DIR}"
   P2P_REPO_ADDED+=("${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}")
   deb_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL_PATH}" >/dev/null
+  # readable by whoever serves the repository (the build's temp file was 0600)
+  chmod 0644 "${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}"
   stage repo "${name} added"
 }
 

@@ -69,6 +69,9 @@ repo_build() {
   assert_output --partial "signing key "
   assert_line "${REPO}/nvidia-p2p.sources"
   assert_file_exist "${POOL}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb"
+  # everything published is readable by a web server's user
+  run find "${REPO}/pool" "${REPO}/dists" "${REPO}/nvidia-p2p.sources" "${REPO}/nvidia-p2p-archive-keyring.gpg" ! -perm -o+r
+  assert_output ""
   run dpkg-deb -f "${POOL}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb" Package Version
   assert_line "Version: ${FIXTURE_TAG}-1"
   run gpgv --keyring "${REPO}/nvidia-p2p-archive-keyring.gpg" "${REPO}/dists/stable/InRelease"
