@@ -199,7 +199,7 @@ only_version() {
 }
 
 steps() {
-  local tag=$1 tag2=$2 k1 k2 hdr2 deb repo=/lab/work/repo
+  local tag=$1 tag2=$2 k1 k2 hdr2 deb repo="${IN_WORK}/repo"
   # shellcheck source=lib/66-sign.sh
   source /lab/repo/lib/66-sign.sh
   : >"${IN_WORK}/steps.log"

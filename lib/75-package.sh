@@ -61,12 +61,23 @@ P2P_FORMAT="deb"
 P2P_REVISION="1"
 
 cmd_package() {
-  local tag="" deb
+  local tag=""
   parse_stage_args package tag "$@"
   require_tag "${tag}"
   [[ ${P2P_FORMAT} == deb ]] || die "${EX_USAGE}" "--format ${P2P_FORMAT}: only 'deb' is supported"
   need_cmd dpkg-deb dpkg
   need_cmd make make
+  package_build "${tag}"
+  stage finished "${P2P_DEB}"
+  printf '%s\n' "${P2P_DEB}"
+}
+
+# package_build TAG [OUT]: fetch and verify, patch, the kernel-independent
+# objects, the DKMS payload, then the package in OUT (default: --out, else
+# the current directory). Sets P2P_DEB to its path.
+P2P_DEB=""
+package_build() {
+  local tag=$1
   cache_lock
   fetch_source "${tag}"
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
@@ -74,9 +85,7 @@ cmd_package() {
   [[ ${P2P_DRY_RUN} -eq 1 ]] ||
     check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
   make_payload "${tag}" "${P2P_OBJECTS_DIR}"
-  deb=$(deb_build "${tag}")
-  stage finished "${deb}"
-  printf '%s\n' "${deb}"
+  P2P_DEB=$(deb_build "${tag}" "${2:-}")
 }
 
 # build_objects TAG: the two kernel-independent objects of the patched tree,
@@ -130,12 +139,15 @@ objects_present() {
 # deb_version TAG: <tag>-<revision>.
 deb_version() { printf '%s-%s\n' "$1" "${P2P_REVISION}"; }
 
+# deb_file VERSION: the package's file name for VERSION.
+deb_file() { printf '%s_%s_amd64.deb\n' "${PKG_NAME}" "$1"; }
+
 # deb_build TAG [OUT]: the package from the payload, in OUT (default: --out,
 # else the current directory); prints its path.
 deb_build() {
   local tag=$1 stagedir out deb
   out=${2:-${P2P_OUT:-$(pwd -P)}}
-  deb="${out}/${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
+  deb="${out}/$(deb_file "$(deb_version "${tag}")")"
   stage package "${deb##*/}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would build %s with dpkg-deb from %s\n' "${deb}" "$(payload_dir "${tag}")" >&2

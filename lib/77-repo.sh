@@ -164,17 +164,17 @@ repo_check_items() {
   local item
   for item in "${P2P_REPO_ITEMS[@]}"; do
     if [[ ${item} == *.deb ]]; then
-      repo_deb_tag "$(abs_path "${item}")" >/dev/null
+      repo_check_deb "$(abs_path "${item}")"
     else
       require_tag "${item}"
     fi
   done
 }
 
-# repo_deb_tag FILE: the tag of FILE, an nvidia-p2p-dkms package for amd64 of
-# a tag versions.conf lists; dies otherwise.
-repo_deb_tag() {
-  local deb=$1 fields name version arch tag
+# repo_check_deb FILE: FILE is an nvidia-p2p-dkms package for amd64 of a tag
+# versions.conf lists; dies otherwise.
+repo_check_deb() {
+  local deb=$1 fields name version arch
   [[ -f ${deb} ]] || die "${EX_USAGE}" "${deb}: no such file"
   fields=$(dpkg-deb -f "${deb}" Package Version Architecture 2>/dev/null) ||
     die "${EX_USAGE}" "${deb}: not a Debian package (dpkg-deb cannot read it)"
@@ -183,9 +183,7 @@ repo_deb_tag() {
   arch=$(sed -n 's/^Architecture: //p' <<<"${fields}")
   [[ ${name} == "${PKG_NAME}" && ${arch} == amd64 ]] ||
     die "${EX_USAGE}" "${deb}: package ${name:-?} (${arch:-?}), not ${PKG_NAME} (amd64)"
-  tag=${version%-*}
-  require_tag "${tag}"
-  printf '%s\n' "${tag}"
+  require_tag "${version%-*}"
 }
 
 # repo_key: the fingerprint to sign with (nothing when --generate-key makes
@@ -246,7 +244,7 @@ repo_plan() {
     if [[ ${item} == *.deb ]]; then
       printf 'would add %s to %s\n' "$(abs_path "${item}")" "${REPO_POOL_PATH}"
     else
-      printf 'would build %s into %s (unless there)\n' "${PKG_NAME}_$(deb_version "${item}")_amd64.deb" "${REPO_POOL_PATH}"
+      printf 'would build %s into %s (unless there)\n' "$(deb_file "$(deb_version "${item}")")" "${REPO_POOL_PATH}"
     fi
   done
   printf 'would index with apt-ftparchive and sign with %s\n' "${fpr:-a new ed25519 key (--generate-key)}"
@@ -280,31 +278,23 @@ repo_rollback() {
 # repo_add_tag TAG: the package of TAG into the pool, built unless there.
 repo_add_tag() {
   local tag=$1 name
-  name="${PKG_NAME}_$(deb_version "${tag}")_amd64.deb"
+  name=$(deb_file "$(deb_version "${tag}")")
   if [[ -f ${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name} ]]; then
     note "${name} is in the repository already: kept (a new build needs --revision)"
     return 0
   fi
-  cache_lock
-  fetch_source "${tag}"
-  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
-  build_objects "${tag}"
-  check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
-  make_payload "${tag}" "${P2P_OBJECTS_DIR}"
   P2P_REPO_ADDED+=("${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}")
-  deb_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL_PATH}" >/dev/null
+  package_build "${tag}" "${P2P_REPO_DIR}/${REPO_POOL_PATH}"
   # readable by whoever serves the repository (the build's temp file was 0600)
-  chmod 0644 "${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}"
+  chmod 0644 "${P2P_DEB}"
   stage repo "${name} added"
 }
 
-# repo_add_deb FILE: FILE into the pool; the same file again is kept, another
-# file of the same name is refused.
+# repo_add_deb FILE: FILE (checked by repo_check_items) into the pool; the
+# same file again is kept, another file of the same name is refused.
 repo_add_deb() {
   local deb=$1 name target
-  repo_deb_tag "${deb}" >/dev/null
-  name=$(dpkg-deb -f "${deb}" Version)
-  name="${PKG_NAME}_${name}_amd64.deb"
+  name=$(deb_file "$(dpkg-deb -f "${deb}" Version)")
   target="${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name}"
   if [[ -f ${target} ]]; then
     cmp -s -- "${deb}" "${target}" ||
