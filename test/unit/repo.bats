@@ -273,3 +273,37 @@ repo_build() {
   run_build --help
   assert_output --partial "repo <dir> <tag>..."
 }
+
+@test "repo: what it cannot work with stops it: a file for the directory (2), an unreadable published key (16), a second run (11)" {
+  : >"${BATS_TEST_TMPDIR}/file"
+  run_build repo "${BATS_TEST_TMPDIR}/file" "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_failure 2
+  assert_output --partial "exists and is not a directory"
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_success
+  exec {fd}>"${REPO}/.lock"
+  flock -n "${fd}"
+  repo_build "$(standin 999.20.01 1)"
+  assert_failure 11
+  assert_output --partial "${REPO}/.lock"
+  exec {fd}>&-
+  assert_not_exist "${POOL}/nvidia-p2p-dkms_999.20.01-1_amd64.deb"
+  printf 'not a key\n' >"${REPO}/nvidia-p2p-archive-keyring.gpg"
+  repo_build "$(standin 999.20.01 1)"
+  assert_failure 16
+  assert_output --partial "holds no public key gpg can read"
+}
+
+@test "repo: indexes that fail their own check are not published (16); the package the run added goes again" {
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_success
+  local before
+  before=$(cd "${REPO}" && find . -type f -exec sha256sum {} + | sort)
+  stub gpgv - <<'STUB'
+exit 1
+STUB
+  repo_build "$(standin 999.20.01 1)"
+  assert_failure 16
+  assert_output --partial "do not verify against the exported public key; nothing was published"
+  [[ "$(cd "${REPO}" && find . -type f -exec sha256sum {} + | sort)" == "${before}" ]]
+}
