@@ -10,12 +10,16 @@
 #   ci/debian-userspace.sh steps DRIVER KMOD TAG DEB
 #       DRIVER (nvidia-driver, nvidia-tesla-535-driver) of TAG from Debian,
 #       its kernel module package KMOD (nvidia-kernel-dkms, ...), then DEB
-#       (nvidia-p2p-dkms of TAG) in KMOD's place, then DEB purged
+#       (nvidia-p2p-dkms of TAG, built by build.sh package) in KMOD's place,
+#       then the suite's kernel headers: DKMS builds our modules; then DEB
+#       purged and KMOD back
 #
-# The kernel headers are removed first, so no DKMS build runs (Debian's
-# postinst skips kernels without headers; DKMS with real builds is
-# ci/dkms-chroot.sh's). Prints one "PASS|FAIL step" line per step; exit 0
-# when all pass, 1 when one fails, 2 usage.
+# Kernel headers are absent while Debian's kernel module package is
+# installed (its postinst then skips the DKMS build of Debian's own modules:
+# minutes this test does not need); they come in once ours has taken its
+# place. DKMS's compiler runs through ccache when CCACHE_DIR is set (the
+# caller binds a directory kept between runs). Prints one "PASS|FAIL step"
+# line per step; exit 0 when all pass, 1 when one fails, 2 usage.
 set -euo pipefail
 
 FAILED=0
@@ -95,11 +99,56 @@ preflight_says() {
   grep -q "userspace driver: $1 (packages: " <<<"${out}" && ! grep -q "differs from the nvidia-p2p modules" <<<"${out}"
 }
 
+# headers_in: apt installs the suite's kernel headers (linux-headers-amd64
+# of the chroot's release: bookworm 6.1, trixie 6.12; not trixie-backports'
+# 7.x, for which 535 and 550 do not build); DKMS's kernel hook builds ours.
+headers_in() {
+  local ccache=()
+  [[ -n ${CCACHE_DIR:-} && -d /usr/lib/ccache ]] && ccache=(env "PATH=/usr/lib/ccache:${PATH}")
+  "${ccache[@]}" apt-get -y -q install linux-headers-amd64
+  built_kernel >/dev/null
+}
+
+# built_kernel: the one kernel release whose headers are installed.
+built_kernel() {
+  local -a k=()
+  local d
+  for d in /lib/modules/*/build; do
+    [[ -e ${d}/Makefile ]] && k+=("$(basename "$(dirname "${d}")")")
+  done
+  [[ ${#k[@]} -eq 1 ]] || { echo "expected one kernel with headers, found: ${k[*]:-none}" >&2 && return 1; }
+  printf '%s\n' "${k[0]}"
+}
+
+# dkms_modules TAG: DKMS built all five modules of TAG for the kernel with
+# headers (version, vermagic), and depmod picks them for modprobe nvidia.
+dkms_modules() {
+  local tag=$1 kver m f deps
+  kver=$(built_kernel)
+  dkms status -m nvidia-p2p
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" 2>/dev/null | head -n 1)
+    [[ -n ${f} ]] || { echo "no ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
+    [[ "$(modinfo -F version "${f}")" == "${tag}" ]] || { echo "${f}: version $(modinfo -F version "${f}")" && return 1; }
+    [[ "$(modinfo -F vermagic "${f}")" == "${kver} "* ]] || { echo "${f}: vermagic $(modinfo -F vermagic "${f}")" && return 1; }
+    echo "${f}: version ${tag}, vermagic ${kver}"
+  done
+  deps=$(modprobe -S "${kver}" --ignore-install --show-depends nvidia)
+  printf '%s\n' "${deps}"
+  grep -q "/lib/modules/${kver}/updates/dkms/nvidia.ko" <<<"${deps}"
+}
+
+# no_p2p_modules: nothing of nvidia-p2p is left in DKMS or the module trees.
+no_p2p_modules() {
+  [[ -z "$(dkms status -m nvidia-p2p 2>/dev/null)" ]] || { dkms status -m nvidia-p2p && return 1; }
+  ! compgen -G '/lib/modules/*/updates/dkms/nvidia-peermem.ko*'
+}
+
 steps() {
   local driver=$1 kmod=$2 tag=$3 deb=$4
   export DEBIAN_FRONTEND=noninteractive
   : >/tmp/debian-userspace.log
-  step "no kernel headers (no DKMS build in this test)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
+  step "no kernel headers while ${kmod} is in (no DKMS build of Debian's modules)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
   step "apt-get install ${driver} (${tag}, with ${kmod})" apt-get -y -q install "${driver}"
   step "${driver} and ${kmod} installed" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod}"
   step "stock: modprobe nvidia is Debian's" loads_stock
@@ -107,11 +156,16 @@ steps() {
   step "apt-get install ./$(basename "${deb}") (in ${kmod}'s place)" apt-get -y -q install "${deb}"
   step "${driver} stays, ${kmod} removed" bash -c "$(declare -f installed); installed ${driver} && installed nvidia-p2p-dkms && ! installed ${kmod}"
   step "apt-get check" apt_clean
+  step "apt-get install linux-headers-amd64: DKMS's hook builds nvidia-p2p ${tag}" headers_in
+  step "DKMS's modules: all five, version ${tag}, vermagic of the kernel, depmod picks them" dkms_modules "${tag}"
   step "modprobe nvidia loads ours, with the P2P options" loads_ours
   step "GSP firmware of ${tag} still there" firmware "${tag}"
   step "build.sh preflight: the userspace driver is Debian's ${tag}, as the modules" preflight_says "${tag}"
+  step "apt-get check with the headers in" apt_clean
+  step "kernel headers out again (${kmod} comes back without a DKMS build)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
   step "apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)" apt-get -y -q purge nvidia-p2p-dkms
   step "${driver} and ${kmod} installed again" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod} && ! installed nvidia-p2p-dkms"
+  step "no nvidia-p2p modules left (DKMS, updates/dkms)" no_p2p_modules
   step "apt-get check after purge" apt_clean
   step "modprobe nvidia is Debian's again" loads_stock
   [[ ${FAILED} -eq 0 ]]
@@ -122,7 +176,7 @@ main() {
   candidate:2) candidate "$2" ;;
   steps:5) steps "$2" "$3" "$4" "$5" ;;
   *)
-    sed -n '2,20p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,23p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
   esac

@@ -36,7 +36,10 @@ DKMS_TAG2=570.211.01
 DKMS_STEPS=24
 # Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
 # chroot, empty ccache) about 35; it is skipped when fewer are left before
-# the deadline, less 20 for the matrix and the tests after it.
+# the deadline, less 20 for the matrix and the tests after it, and gives its
+# turn to a heavy test of debian_userspace.bats that the time budget left
+# out since this one last ran when the time left does not hold both
+# (dkms_record.bash: heavy_turn).
 DKMS_NEED_MIN=35
 # A pass with the same inputs is trusted for this long (Debian's updates to
 # the chroot change its digest sooner).
@@ -47,9 +50,13 @@ setup_file() {
   export D_STEPS="${BATS_FILE_TMPDIR}/steps.txt"
   export D_SKIP=""
   : >"${D_STEPS}"
+  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git root copy work out tag turns
+  turns="${cache}/heavy-turns"
+  mkdir -p "${cache}"
   D_SKIP=$(dkms_cannot_run)
   [[ -z ${D_SKIP} ]] || return 0
-  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git root copy work out tag
+  D_SKIP=$(heavy_fits "${turns}" dkms-chroot "${DKMS_NEED_MIN}")
+  [[ -z ${D_SKIP} ]] || return 0
   git=$(real_git_dir "${cache}") || { D_SKIP="${git}" && return 0; }
   for tag in "${DKMS_TAG}" "${DKMS_TAG2}"; do
     if ! out=$("${REPO_ROOT}/build.sh" --cache-dir "${cache}" fetch "${tag}" --source "${git}" --no-run 2>&1); then
@@ -65,6 +72,11 @@ setup_file() {
   export D_DIGEST
   D_DIGEST=$(inputs_digest "${REPO_ROOT}" "${DKMS_TAG}" "${root}" "${DKMS_TAG2}")
   D_SKIP=$(recent_pass "${D_RECORD}" "${D_DIGEST}" "${DKMS_MAX_AGE_DAYS}")
+  if [[ -n ${D_SKIP} ]]; then
+    turn_mark "${turns}" dkms-chroot idle "${DKMS_NEED_MIN}"
+    return 0
+  fi
+  D_SKIP=$(heavy_turn "${turns}" dkms-chroot "${DKMS_NEED_MIN}")
   [[ -z ${D_SKIP} ]] || return 0
   copy="${BATS_FILE_TMPDIR}/root"
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
@@ -76,31 +88,12 @@ setup_file() {
   record_result "${D_RECORD}" "${D_DIGEST}" "${D_STEPS}" "${DKMS_STEPS}"
 }
 
-# dkms_cannot_run: why this machine cannot run the test now, or nothing.
+# dkms_cannot_run: why this machine cannot run the test, or nothing.
 dkms_cannot_run() {
-  local left
   if [[ "$(id -u)" != 0 ]]; then
     echo "needs root (mounts, chroot)"
   elif ! command -v mmdebstrap >/dev/null 2>&1; then
     echo "mmdebstrap is not installed (Debian package: mmdebstrap)"
-  elif [[ -n ${NVP2P_TEST_DEADLINE:-} ]]; then
-    left=$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60 - 20))
-    [[ ${left} -ge ${DKMS_NEED_MIN} ]] ||
-      echo "time budget: ${left} min left before the deadline (less 20 for the matrix and the tests after it), this needs ${DKMS_NEED_MIN}"
-  fi
-}
-
-# real_git_dir CACHE: the upstream repository (NVP2P_TEST_GIT, else a clone
-# of the bundle), or why there is none (status 1).
-real_git_dir() {
-  local bundle=${NVP2P_UPSTREAM_BUNDLE:-${REPO_ROOT}/../shared/upstream/open-gpu-kernel-modules.bundle}
-  if [[ -n ${NVP2P_TEST_GIT:-} ]]; then
-    printf '%s\n' "${NVP2P_TEST_GIT}"
-  elif [[ -f ${bundle} ]]; then
-    "${REPO_ROOT}/ci/upstream-git.sh" "${bundle}" "$1/upstream.git" 2>&1 || return 1
-  else
-    echo "no upstream git repository: set NVP2P_TEST_GIT, or put the bundle at ${bundle}"
-    return 1
   fi
 }
 

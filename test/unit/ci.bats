@@ -476,3 +476,68 @@ dkms_record_setup() {
   run recent_pass "${rec}" abc 7
   assert_output ""
 }
+
+@test "heavy turns: the time budget leaves a heavy test out and notes it; the one left out longest goes first next time" {
+  load ../real/dkms_record
+  local turns="${BATS_TEST_TMPDIR}/turns" now
+  now=$(date +%s)
+  # no deadline: it starts, and the turns file says so
+  unset NVP2P_TEST_DEADLINE
+  run heavy_turn "${turns}" a 20
+  assert_output ""
+  run awk '$1 == "a" { print $3, $4 }' "${turns}"
+  assert_output "0 20"
+  # 25 minutes before the deadline, less the 20 kept for the matrix: 5 left
+  export NVP2P_TEST_DEADLINE=$((now + 25 * 60 + 30))
+  run heavy_turn "${turns}" b 30
+  assert_output "time budget: 5 min left before the deadline (less 20 for the matrix and the tests after it), this needs 30"
+  run awk '$1 == "b" { print $2, $3, $4 }' "${turns}"
+  assert_output "0 1 30"
+  # next run: 40 left; a ran last time, b was left out: a gives way (40 < 20 + 30)
+  export NVP2P_TEST_DEADLINE=$((now + 60 * 60 + 30))
+  run heavy_turn "${turns}" a 20
+  assert_output "time budget: its turn goes to b, left out for time since this last ran: 40 min are left, the two need 50"
+  run heavy_turn "${turns}" b 30
+  assert_output ""
+  run awk '$1 == "b" { print $3 } $1 == "a" { print $3 }' "${turns}"
+  assert_line --index 0 1
+  assert_line --index 1 0
+  # with time for both, nobody gives way
+  export NVP2P_TEST_DEADLINE=$((now + 80 * 60 + 30))
+  printf 'a 100 0 20\nb 0 1 30\n' >"${turns}"
+  run heavy_turn "${turns}" a 20
+  assert_output ""
+  # a test that never ran does not give way; one that did not need to run clears its mark
+  printf 'a 0 0 20\nb 50 1 30\n' >"${turns}"
+  export NVP2P_TEST_DEADLINE=$((now + 45 * 60 + 30))
+  run heavy_turn "${turns}" a 20
+  assert_output ""
+  turn_mark "${turns}" b idle 30
+  run awk '$1 == "b" { print $2, $3 }' "${turns}"
+  assert_output "50 0"
+  run turn_mark "${turns}" b bogus 30
+  assert_failure 2
+}
+
+@test "userspace record: the digest follows debian-userspace.sh, the family's patches and the pins; an unlisted tag has none" {
+  dkms_record_setup
+  cp -a "${REPO_ROOT}/ci/debian-userspace.sh" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/test/real/debian_userspace.bats" "${DR_REPO}/test/real/"
+  local d0 d
+  d0=$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")
+  assert_regex "${d0}" '^[0-9a-f]{64}$'
+  [[ ${d0} != "$(userspace_digest "${DR_REPO}" 535.261.03 "${DR_REPO}/chroot")" ]]
+  echo '# changed' >>"${DR_REPO}/ci/debian-userspace.sh"
+  d=$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  d0=${d}
+  echo '# changed' >>"${DR_REPO}/ci/dkms-chroot.sh"
+  assert_equal "$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")" "${d0}"
+  run userspace_digest "${DR_REPO}" 999.1.1 "${DR_REPO}/chroot"
+  assert_failure
+  printf '%s %s\n' "$(date +%s)" "${d0}" >"${BATS_TEST_TMPDIR}/rec"
+  run recent_pass "${BATS_TEST_TMPDIR}/rec" "${d0}" 7 NVP2P_TEST_USERSPACE
+  assert_output --regexp "NVP2P_TEST_USERSPACE=always runs it$"
+  NVP2P_TEST_USERSPACE=always run recent_pass "${BATS_TEST_TMPDIR}/rec" "${d0}" 7 NVP2P_TEST_USERSPACE
+  assert_output ""
+}
