@@ -61,6 +61,8 @@ P2P_NO_USERSPACE=0
 P2P_USERSPACE=auto
 P2P_USERSPACE_WHY=""
 P2P_NO_DKMS=0
+# --nvlink keep|off; empty: the family's default (nvlink_mode)
+P2P_NVLINK=""
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
 P2P_FAMILY=""
@@ -68,12 +70,12 @@ P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
 declare -A P2P_CMD_OPTS=(
-  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --sign-key --sign-cert --sign-generate"
+  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --nvlink --sign-key --sign-cert --sign-generate"
   [fetch]="--source --run --run-sha256 --no-run"
   [patch]="--source --out"
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
-  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --sign-key --sign-cert --sign-generate"
-  [package]="--source --out --format --revision --no-ccache"
+  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --sign-key --sign-cert --sign-generate"
+  [package]="--source --out --format --revision --no-ccache --nvlink"
   [uninstall]="--kernel"
   [preflight]="--kernel"
   [rebase]="--source --family --kernel --kernel-src --run-sha256 --units-only --no-ccache"
@@ -108,7 +110,7 @@ parse_stage_args() {
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --family | --sign-key | --sign-cert | --format | --revision)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --family | --sign-key | --sign-cert | --format | --revision)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -155,6 +157,10 @@ set_opt_value() {
   --userspace)
     [[ $2 == auto || $2 == keep || $2 == run ]] || die "${EX_USAGE}" "--userspace takes auto, keep or run, not '$2'"
     P2P_USERSPACE=$2
+    ;;
+  --nvlink)
+    [[ $2 == keep || $2 == off ]] || die "${EX_USAGE}" "--nvlink takes keep or off, not '$2'"
+    P2P_NVLINK=$2
     ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"

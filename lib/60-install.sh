@@ -18,7 +18,7 @@ readonly P2P_NAME="nvidia-p2p"
 help_install() {
   cat <<'EOF'
 Usage: build.sh install <tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX]
-                              [--userspace auto|keep|run]
+                              [--userspace auto|keep|run] [--nvlink keep|off]
                               [--sign-key FILE --sign-cert FILE | --sign-generate]
 
 Install driver <tag> with PCIe P2P and the P2P module options, keeping the
@@ -59,6 +59,14 @@ key pair (/var/lib/dkms/mok.key and mok.pub, made if missing) or the one given.
                       run   NVIDIA's .run of <tag>; refused (exit 10) while
                             packages own the userspace libraries
   --no-userspace    the same as --userspace keep
+  --nvlink MODE     P2P between GPUs joined by an NVLink bridge (RTX 3090):
+                      keep  NVLink for bridged pairs, BAR1 P2P for every other
+                            pair (the default where the family can: 575 and
+                            later); refused (exit 3) in families 535 to 570
+                      off   BAR1 P2P for every pair, NVLink unused (the
+                            default, and the only mode, of families 535-570)
+                    Written into /etc/modprobe.d/nvidia-p2p.conf (RMForceP2PType):
+                    switch there and reboot, no rebuild needed.
 
 Secure Boot: refused only when no signing key is available. A key that is not
 enrolled yet is used, and build.sh prints the mokutil steps to enroll it.
@@ -99,6 +107,7 @@ cmd_install() {
   parse_stage_args install tag "$@"
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
+  nvlink_mode "${tag}" >/dev/null
   resolve_install_kernel
   install_preflight "${tag}"
   install_all "${tag}"
@@ -248,16 +257,84 @@ write_modprobe_conf() {
   modprobe_conf_text "${tag}" >"${conf}"
 }
 
-# modprobe_conf_text TAG: the options file's text (also shipped by `package`).
+# modprobe_conf_text TAG: the options file's text (also shipped by `package`),
+# with the NVLink mode (nvlink_mode) applied to the options line.
 modprobe_conf_text() {
-  local tag=$1 src
+  local tag=$1 src mode keep text
   src="$(family_dir "${tag}")/modprobe.conf"
   [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  mode=$(nvlink_mode "${tag}") || exit "$?"
+  text=$(cat "${src}")
+  if [[ ${mode} == keep ]]; then
+    keep=$(nvlink_keep_setting "${tag}") || exit "$?"
+    text=$(options_with "${keep}" <<<"${text}") || die "${EX_DATA}" "${src}: its options line has no ${keep%%=*} for '# nvlink-keep: ${keep}'"
+  fi
   printf '# Installed by %s for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
   printf '# Comment out the options line(s) and reboot to switch P2P off without\n'
   printf '# rebuilding: see README.md, "Switching P2P off".\n'
-  cat "${src}"
+  nvlink_note "${tag}" "${mode}"
+  printf '%s\n' "${text}"
   modprobe_install_lines
+}
+
+# nvlink_keep_setting TAG: the registry setting that keeps NVLink for bridged
+# pairs in TAG's family ("KEY=VALUE" from the "# nvlink-keep:" line of its
+# modprobe.conf), or nothing where the family cannot keep it.
+nvlink_keep_setting() {
+  local src v
+  src="$(family_dir "$1")/modprobe.conf"
+  v=$(sed -n -E 's/^#[[:space:]]*nvlink-keep:[[:space:]]*//p' "${src}" | head -n 1)
+  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] || die "${EX_DATA}" "${src}: '# nvlink-keep:' needs KEY=VALUE, not '${v}'"
+  printf '%s' "${v}"
+}
+
+# nvlink_mode TAG: keep or off: --nvlink, else keep where the family can
+# (nvlink_keep_setting), else off. --nvlink keep in a family that cannot is
+# refused (exit 3).
+nvlink_mode() {
+  local keep
+  keep=$(nvlink_keep_setting "$1") || exit "$?"
+  case ${P2P_NVLINK:-} in
+  off) echo off ;;
+  keep)
+    [[ -n ${keep} ]] || die "${EX_UNSUPPORTED}" "--nvlink keep: family ${V_FAMILY[$1]} ($1) cannot keep NVLink for bridged pairs: its BAR1 P2P key (RMForceP2PType=2) also turns NVLink off for every pair; keep needs family 575 or later (see README.md, Mixed boxes), or use --nvlink off"
+    echo keep
+    ;;
+  *) if [[ -n ${keep} ]]; then echo keep; else echo off; fi ;;
+  esac
+}
+
+# nvlink_note TAG MODE: the comment lines saying what MODE does for TAG.
+nvlink_note() {
+  if [[ $2 == keep ]]; then
+    printf '# NVLink: kept (--nvlink keep): GPU pairs joined by an NVLink bridge use\n'
+    printf '# NVLink, every other pair BAR1 P2P (%s below; the\n' "$(nvlink_keep_setting "$1")"
+    printf '# family'"'"'s comment says what --nvlink off writes instead).\n'
+  else
+    if [[ -n $(nvlink_keep_setting "$1") ]]; then
+      printf '# NVLink: off (--nvlink off): BAR1 P2P for every pair, NVLink bridges\n'
+      printf '# unused (--nvlink keep writes %s instead).\n' "$(nvlink_keep_setting "$1")"
+    else
+      printf '# NVLink: off (the only mode of family %s): BAR1 P2P for every pair,\n' "${V_FAMILY[$1]}"
+      printf '# NVLink bridges unused.\n'
+    fi
+  fi
+}
+
+# options_with KEY=VALUE: stdin with KEY's value in the NVreg_RegistryDwords
+# of its "options nvidia" line set to VALUE (status 1: no such key there).
+options_with() {
+  local kv=$1 line out="" found=0 re
+  re="([\";])${kv%%=*}=[^\";]*"
+  while IFS= read -r line; do
+    if [[ ${line} == "options nvidia "* && ${line} =~ ${re} ]]; then
+      line=${line/"${BASH_REMATCH[0]}"/"${BASH_REMATCH[1]}${kv}"}
+      found=1
+    fi
+    out+="${line}"$'\n'
+  done
+  [[ ${found} -eq 1 ]] || return 1
+  printf '%s' "${out}"
 }
 
 # modprobe_install_lines: make `modprobe nvidia` (and the other four) load the

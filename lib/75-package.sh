@@ -26,7 +26,7 @@ readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-
 help_package() {
   cat <<'EOF'
 Usage: build.sh package <tag> [--format deb] [--revision N] [--out DIR] [--source PATH]
-                              [--no-ccache]
+                              [--no-ccache] [--nvlink keep|off]
 
 Build a Debian package nvidia-p2p-dkms_<tag>-<N>_amd64.deb of driver <tag>
 with PCIe P2P, for `apt install ./nvidia-p2p-dkms_<tag>-<N>_amd64.deb` on any
@@ -53,6 +53,11 @@ reports a mismatch.
   --out DIR        where to write the package (default: the current directory)
   --source PATH    the upstream source, as for fetch
   --no-ccache      do not use ccache
+  --nvlink MODE    keep: NVLink for GPU pairs joined by a bridge, BAR1 P2P for
+                   the others (default in families 575 and later; refused,
+                   exit 3, in 535-570); off: BAR1 P2P for every pair (default
+                   and only mode of 535-570). It goes into the conffile
+                   /etc/modprobe.d/nvidia-p2p.conf, where it can be changed.
   Maintainer field: $DEBFULLNAME <$DEBEMAIL> when set (Debian's convention).
 EOF
 }
@@ -78,6 +83,7 @@ cmd_package() {
 P2P_DEB=""
 package_build() {
   local tag=$1
+  nvlink_mode "${tag}" >/dev/null
   cache_lock
   fetch_source "${tag}"
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"

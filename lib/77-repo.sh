@@ -22,7 +22,7 @@ help_repo() {
   cat <<'EOF'
 Usage: build.sh repo <dir> <tag|file.deb>... [--key KEYID | --generate-key]
                      [--suite NAME] [--url URL] [--revision N] [--source PATH]
-                     [--no-ccache]
+                     [--no-ccache] [--nvlink keep|off]
 
 Make or update a signed apt repository in <dir> holding nvidia-p2p-dkms of
 each <tag> (built as `build.sh package` does; a package already in the
@@ -42,6 +42,8 @@ each machine, and again for every new kernel.
   --source PATH    the upstream source, as for fetch (a git directory serves
                    every tag)
   --no-ccache      do not use ccache
+  --nvlink MODE    the packages' P2P options for NVLink-bridged pairs, as for
+                   package (not for a given .deb)
 
 Later runs find the key through <dir>/nvidia-p2p-archive-keyring.gpg and
 refuse another: clients trust only that key. Publishing a .deb of a version
@@ -80,7 +82,7 @@ repo_parse_args() {
     case ${opt} in
     --generate-key) P2P_REPO_GENERATE=1 && shift ;;
     --no-ccache) package_opts+=("$1") && shift ;;
-    --revision | --source)
+    --revision | --source | --nvlink)
       package_opts+=("$1" "${2:-}")
       shift $(($# >= 2 ? 2 : 1))
       ;;

@@ -6,6 +6,7 @@ help_all() {
   cat <<'EOF'
 Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
                       [--userspace auto|keep|run] [--no-ccache] [--no-dkms]
+                      [--nvlink keep|off]
                       [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
 The whole pipeline for one driver tag:
@@ -36,6 +37,7 @@ cmd_all() {
   parse_stage_args all tag "$@"
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
+  nvlink_mode "${tag}" >/dev/null
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'Plan for driver %s (family %s), changing nothing:\n' "${tag}" "${V_FAMILY[${tag}]}"
   fi
@@ -71,6 +73,7 @@ pipeline_install() {
     args+=(--userspace run)
   fi
   [[ ${P2P_NO_DKMS} -eq 1 ]] && args+=(--no-dkms)
+  [[ -n ${P2P_NVLINK} ]] && args+=(--nvlink "${P2P_NVLINK}")
   [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && args+=(--sign-generate)
   [[ ${P2P_SIGN_SOURCE} == user ]] && args+=(--sign-key "${P2P_SIGN_KEY}" --sign-cert "${P2P_SIGN_CERT}")
   [[ -n ${P2P_RUN_FILE} ]] && args+=(--run "${P2P_RUN_FILE}")

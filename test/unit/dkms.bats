@@ -78,6 +78,18 @@ assert_nothing_of_ours() {
   refute_output --partial 'PACKAGE_NAME="nvidia"'
 }
 
+@test "a DKMS install writes the NVLink mode into the options: kept by default where the family can, --nvlink off forces BAR1" {
+  printf '# nvlink-keep: RMForceP2PType=0\n' >>"${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  dkms_install
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=0"'
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --run "${RUNFILE}" --nvlink off
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+}
+
 @test "install registers nvidia-p2p/<tag> with DKMS, which builds it; override, options, state" {
   dkms_install
   assert_success

@@ -286,6 +286,32 @@ STUB
   assert_output --partial "--userspace takes auto, keep or run, not 'packaged'"
 }
 
+@test "install --nvlink keep in a family that cannot keep NVLink is refused (3) before anything changes; off writes the options" {
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --nvlink keep
+  assert_failure 3
+  assert_output --partial "--nvlink keep: family 999 (${FIXTURE_TAG}) cannot keep NVLink for bridged pairs"
+  assert_previous_state
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --nvlink off
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_line "# NVLink: off (the only mode of family 999): BAR1 P2P for every pair,"
+}
+
+@test "install in a family that can keep NVLink: kept by default, --nvlink off writes the forcing value" {
+  printf '# nvlink-keep: RMForceP2PType=0\n' >>"${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=0"'
+  assert_line --partial "# NVLink: kept (--nvlink keep)"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --nvlink off
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_line "# unused (--nvlink keep writes RMForceP2PType=0 instead)."
+}
+
 @test "install --dry-run lists every step and changes nothing" {
   run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
   assert_success

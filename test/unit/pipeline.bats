@@ -110,15 +110,15 @@ STUB
   assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --userspace run --run ${RUNFILE}"
 }
 
-@test "through sudo, --no-dkms and the signing options are handed to the install step" {
+@test "through sudo, --no-dkms, --nvlink and the signing options are handed to the install step" {
   as_user
   stub sudo - <<<'shift; exec "$@"'
   make_key_pair "${BATS_TEST_TMPDIR}/keys" user
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache \
-    --no-dkms --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
+    --no-dkms --nvlink off --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "--no-dkms --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
+  assert_output --partial "--no-dkms --nvlink off --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
 }
 
 @test "a normal user without sudo is refused before any work (10)" {

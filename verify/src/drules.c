@@ -1201,9 +1201,15 @@ static void rule_nvlink(ctx *c)
             else
                 SUMMARY(f, "this pair has an NVLink bridge; BAR1 P2P options (and the P2P forks) force PCIe for every "
                            "pair, which leaves NVLink unused");
-            FIX(f, "for NVLink on this pair drop RMForceP2PType from NVreg_RegistryDwords (the driver then picks "
-                   "NVLink where a bridge exists; pairs without a bridge then lose BAR1 P2P), or move the bridge to "
-                   "the pair that needs the bandwidth");
+            if (c->new_keys == 1)
+                FIX(f, "575 and later: RMForceP2PType=0 in NVreg_RegistryDwords (build.sh install --nvlink keep, the "
+                       "default there) gives this pair NVLink and every pair without a bridge BAR1 P2P; then "
+                       "update-initramfs -u and reboot");
+            else
+                FIX(f, "before 575 BAR1 P2P (RMForceP2PType=2) turns NVLink off for every pair: without "
+                       "RMForceP2PType the driver picks NVLink where a bridge exists but pairs without one lose BAR1 "
+                       "P2P; a 575 or later driver (build.sh --nvlink keep) has both; or move the bridge to the pair "
+                       "that needs the bandwidth");
             f_ev(f, s->topo[0] ? &s->topo_ev : &PS(c, b, a)->topo_ev);
             f_ev(f, &m->gpus[a].nvlinks.ev);
             if (slow)
