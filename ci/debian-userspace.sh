@@ -18,7 +18,7 @@
 # installed (its postinst then skips the DKMS build of Debian's own modules:
 # minutes this test does not need); they come in once ours has taken its
 # place. DKMS's compiler runs through ccache when CCACHE_DIR is set (the
-# caller binds a directory kept between runs). Prints one "PASS|FAIL step"
+# caller binds a directory kept between runs; ci/ccache-compilers.sh). Prints one "PASS|FAIL step"
 # line per step; exit 0 when all pass, 1 when one fails, 2 usage.
 set -euo pipefail
 
@@ -103,9 +103,8 @@ preflight_says() {
 # of the chroot's release: bookworm 6.1, trixie 6.12; not trixie-backports'
 # 7.x, for which 535 and 550 do not build); DKMS's kernel hook builds ours.
 headers_in() {
-  local ccache=()
-  [[ -n ${CCACHE_DIR:-} && -d /usr/lib/ccache ]] && ccache=(env "PATH=/usr/lib/ccache:${PATH}")
-  "${ccache[@]}" apt-get -y -q install linux-headers-amd64
+  [[ -z ${CCACHE_DIR:-} ]] || /lab/repo/ci/ccache-compilers.sh
+  apt-get -y -q install linux-headers-amd64
   built_kernel >/dev/null
 }
 

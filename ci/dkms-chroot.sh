@@ -67,8 +67,8 @@ inside() {
   mount --bind "${repo}" "${root}/lab/repo"
   mount --bind "${cache}" "${root}/lab/cache"
   mount --bind "${work}" "${root}/lab/work"
-  # /usr/lib/ccache first: DKMS's kbuild runs gcc through ccache (the
-  # cache's ccache directory), so a rerun recompiles only what changed.
+  # CCACHE_DIR: the cache's; steps() puts the chroot's compilers behind
+  # ccache (ci/ccache-compilers.sh), so a rerun recompiles only what changed.
   exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
     PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}" "${tag2}"
@@ -212,6 +212,8 @@ steps() {
   hdr2=$(headers_deb "${k2}")
   [[ -n ${hdr2} ]] || { echo "no .deb of linux-headers-${k2} (apt-get download failed)" >&2 && return 1; }
   printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
+  # not a step: a speed-up of this throwaway chroot, not something under test
+  /lab/repo/ci/ccache-compilers.sh >>"${IN_WORK}/steps.log" 2>&1 || true
   step "configure the chroot" dpkg --configure -a
   step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
   step "a userspace driver of ${tag} and its GSP firmware (stand-in files)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/${tag} && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag} && : >/lib/firmware/nvidia/${tag}/gsp_ga10x.bin"

@@ -21,9 +21,10 @@ userspace_digest() {
 }
 
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,
-# ci/chroot.sh, ci/chroots.conf, the series, this file, the FILEs, the
-# patches of the first TAG's family, the pins of each TAG and ROOT's dpkg
-# status (status 1: the first TAG is not in versions.conf).
+# ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh, the series, this
+# file, the FILEs, the patches of the first TAG's family, the pins of each
+# TAG and ROOT's dpkg status (status 1: the first TAG is not in
+# versions.conf).
 tree_digest() {
   local repo=$1 root=$2 t family
   local -a tags
@@ -32,7 +33,7 @@ tree_digest() {
   family=$(awk -v t="${tags[0]}" '$1 == t { print $2 }' "${repo}/versions.conf")
   [[ -n ${family} ]] || return 1
   {
-    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf series "patches/${family}" \
+    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh series "patches/${family}" \
       test/real/dkms_record.bash "$@" -type f -print0 | sort -z | xargs -0 sha256sum)
     for t in "${tags[@]}"; do
       awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"

@@ -407,7 +407,7 @@ dkms_record_setup() {
   mkdir -p "${DR_REPO}/test/real" "${DR_REPO}/ci" "${DR_REPO}/chroot/var/lib/dpkg"
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" \
     "${REPO_ROOT}/versions.conf" "${DR_REPO}/"
-  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${REPO_ROOT}/ci/ccache-compilers.sh" "${DR_REPO}/ci/"
   cp -a "${REPO_ROOT}/test/real/dkms_chroot.bats" "${REPO_ROOT}/test/real/dkms_record.bash" "${DR_REPO}/test/real/"
   printf 'Package: dkms\nVersion: 3.0.10-8+deb12u1\n' >"${DR_REPO}/chroot/var/lib/dpkg/status"
 }
