@@ -58,8 +58,9 @@ check_corpus() {
     n=$((n + 1))
     check_case "${d%/}" || failed+=" ${d%/}"
   done
-  [[ ${n} -gt 0 ]] || fail "no case in ${corpus}"
-  [[ -z ${failed} ]] || fail "cases not diagnosed as expected:${failed}"
+  # (return: under `run`, errexit is off, and fail alone would not end this)
+  [[ ${n} -gt 0 ]] || { fail "no case in ${corpus}" || return 1; }
+  [[ -z ${failed} ]] || { fail "cases not diagnosed as expected:${failed}" || return 1; }
   printf '%d cases\n' "${n}"
 }
 

@@ -1187,6 +1187,9 @@ static void rule_nvlink(ctx *c)
             int fast = on > 0 && !slow;
             if (fast && forced != 1)
                 continue;
+            /* options known not to force PCIe (575+: RMForceP2PType=0): nothing to say unless slow */
+            if (!slow && forced == 0)
+                continue;
             int cert = forced == 1 || slow ? (forced == 1 ? DR_CERT_CERTAIN : DR_CERT_LIKELY) : DR_CERT_POSSIBLE;
             dr_finding *f = finding(d, "nvlink-bridged", DR_SCOPE_PAIR, a, b, DR_SEV_DEGRADES, cert);
             if (!f)
