@@ -384,3 +384,18 @@ STUB
   assert_success
   refute_output --partial "doctor"
 }
+
+@test "display-attached says per driver version where RM puts the static BAR1 mapping beside the console" {
+  local d="${BATS_TEST_TMPDIR}/case" v
+  cp -r "${REPO_ROOT}/test/fixtures/doctor/s09-display-gpu-no-peer" "${d}"
+  run "${DOCTOR}" --from "${d}" --brief
+  assert_line --regexp '^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: drivers 545-565 and 580\+ place'
+  for v in 535.288.01 570.211.01 575.64.05; do
+    sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
+    run "${DOCTOR}" --from "${d}" --brief
+    assert_line --regexp "^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: in drivers 535 and 570-575 RM keeps the console"
+  done
+  sed -i -E "s/^(Driver Version +: ).*/\1590.48.01/" "${d}/nvidia-smi-q.txt"
+  run "${DOCTOR}" --from "${d}" --brief
+  assert_line --partial "drivers 545-565 and 580+ place"
+}

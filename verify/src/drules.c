@@ -1364,6 +1364,23 @@ static void rule_bar1(ctx *c)
     }
 }
 
+/* Where the driver puts the static BAR1 mapping of a GPU whose console stays in
+ * BAR1 (README: Mixed boxes, from the source): above the console, off RM's 512 MiB
+ * peer-mapping alignment (535, 570-575: 1), or where it works (545-565, 580 and
+ * later: 0); -1 when the driver version is unknown. */
+static int display_placement(ctx *c)
+{
+    const char *v = c->o->preinstall && c->o->tag[0] ? c->o->tag : c->d->module_version;
+    if (!v || !v[0])
+        return -1;
+    if ((dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0) ||
+        (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0))
+        return 1;
+    if (dp_vercmp(v, "545") >= 0)
+        return 0;
+    return -1;
+}
+
 static void rule_display(ctx *c)
 {
     dr_model *m = c->m;
@@ -1387,13 +1404,27 @@ static void rule_display(ctx *c)
         for (int h = 0; h < m->ngpus; h++)
             if (h != g && (PS(c, g, h)->access == 0 || PS(c, h, g)->access == 0 || PS(c, g, h)->corrupt == 1))
                 fails = 1;
-        int cert = fails || has_finding(d, "static-bar1-missing") ? DR_CERT_LIKELY : DR_CERT_POSSIBLE;
+        int placed = display_placement(c);
+        int cert = fails || placed == 1 || has_finding(d, "static-bar1-missing") ? DR_CERT_LIKELY : DR_CERT_POSSIBLE;
         dr_finding *f = finding(d, "display-attached", DR_SCOPE_GPU, g, -1, DR_SEV_BLOCKS, cert);
         if (!f)
             continue;
-        SUMMARY(f, "%s %s: BAR1 must then also hold the console's reservation, and from 570 on the static BAR1 "
-                   "mapping BAR1 P2P needs may be refused for it (wrong data or no P2P with this GPU)",
-                lab, x->display.v == 1 ? "drives a display" : "is the boot (console) GPU");
+        const char *what = x->display.v == 1 ? "drives a display" : "is the boot (console) GPU";
+        if (placed == 1)
+            SUMMARY(f, "%s %s: in drivers 535 and 570-575 RM keeps the console at the bottom of BAR1 and puts the "
+                       "static BAR1 mapping above it, off the 512 MiB alignment its peer mapping needs, so BAR1 P2P "
+                       "with this GPU likely fails (README: Mixed boxes)",
+                    lab, what);
+        else if (placed == 0)
+            SUMMARY(f, "%s %s: drivers 545-565 and 580+ place the static BAR1 mapping so that BAR1 P2P can work "
+                       "beside the console, but BAR1 must hold the console's reservation too; check this GPU's "
+                       "pairs with build.sh verify",
+                    lab, what);
+        else
+            SUMMARY(f, "%s %s: BAR1 must then also hold the console's reservation, and in drivers 535 and 570-575 "
+                       "the static BAR1 mapping BAR1 P2P needs sits where RM's peer mapping refuses it (wrong data "
+                       "or no P2P with this GPU)",
+                    lab, what);
         FIX(f, "connect the displays to another GPU or the onboard graphics and leave this GPU headless (no X/Wayland "
                "session on it), then reload the driver or reboot");
         f_ev(f, x->display.v == 1 ? &x->display.ev : &x->boot_vga.ev);
