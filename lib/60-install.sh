@@ -61,12 +61,12 @@ key pair (/var/lib/dkms/mok.key and mok.pub, made if missing) or the one given.
   --no-userspace    the same as --userspace keep
   --nvlink MODE     P2P between GPUs joined by an NVLink bridge (RTX 3090):
                       keep  NVLink for bridged pairs, BAR1 P2P for every other
-                            pair (the default where the family can: 575 and
-                            later); refused (exit 3) in families 535 to 570
-                      off   BAR1 P2P for every pair, NVLink unused (the
-                            default, and the only mode, of families 535-570)
-                    Written into /etc/modprobe.d/nvidia-p2p.conf (RMForceP2PType):
-                    switch there and reboot, no rebuild needed.
+                            pair (the default)
+                      off   BAR1 P2P for every pair, NVLink unused
+                    Written into /etc/modprobe.d/nvidia-p2p.conf
+                    (RMBar1P2PKeepNvlink, a key of p2p-0006, in families 535 to
+                    570; RMForceP2PType from 575 on): switch there and reboot,
+                    no rebuild needed.
 
 Secure Boot: refused only when no signing key is available. A key that is not
 enrolled yet is used, and build.sh prints the mokutil steps to enroll it.
@@ -297,7 +297,7 @@ nvlink_mode() {
   case ${P2P_NVLINK:-} in
   off) echo off ;;
   keep)
-    [[ -n ${keep} ]] || die "${EX_UNSUPPORTED}" "--nvlink keep: family ${V_FAMILY[$1]} ($1) cannot keep NVLink for bridged pairs: its BAR1 P2P key (RMForceP2PType=2) also turns NVLink off for every pair; keep needs family 575 or later (see README.md, Mixed boxes), or use --nvlink off"
+    [[ -n ${keep} ]] || die "${EX_UNSUPPORTED}" "--nvlink keep: family ${V_FAMILY[$1]} ($1) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see README.md, Mixed boxes); use --nvlink off"
     echo keep
     ;;
   *) if [[ -n ${keep} ]]; then echo keep; else echo off; fi ;;

@@ -54,10 +54,9 @@ reports a mismatch.
   --source PATH    the upstream source, as for fetch
   --no-ccache      do not use ccache
   --nvlink MODE    keep: NVLink for GPU pairs joined by a bridge, BAR1 P2P for
-                   the others (default in families 575 and later; refused,
-                   exit 3, in 535-570); off: BAR1 P2P for every pair (default
-                   and only mode of 535-570). It goes into the conffile
-                   /etc/modprobe.d/nvidia-p2p.conf, where it can be changed.
+                   the others (the default); off: BAR1 P2P for every pair. It
+                   goes into the conffile /etc/modprobe.d/nvidia-p2p.conf,
+                   where it can be changed.
   Maintainer field: $DEBFULLNAME <$DEBEMAIL> when set (Debian's convention).
 EOF
 }

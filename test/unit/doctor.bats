@@ -389,13 +389,19 @@ STUB
   local d="${BATS_TEST_TMPDIR}/case" v
   cp -r "${REPO_ROOT}/test/fixtures/doctor/s09-display-gpu-no-peer" "${d}"
   run "${DOCTOR}" --from "${d}" --brief
-  assert_line --regexp '^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: drivers 545-565 and 580\+ place'
+  assert_line --regexp '^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: drivers 545-565 and 580\+ \(and 535 with build.sh.s patch p2p-0008\) place'
   for v in 535.288.01 570.211.01 575.64.05; do
     sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
     run "${DOCTOR}" --from "${d}" --brief
-    assert_line --regexp "^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: in drivers 535 and 570-575 RM keeps the console"
+    assert_line --regexp "^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: in drivers 570-575, and 535 without build.sh's modules \(patch p2p-0008\), RM keeps the console"
   done
+  # before installing 535 with build.sh (its tag): p2p-0008 places the mapping at offset 0
+  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 535.288.01
+  assert_line --partial "drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place"
+  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 570.211.01
+  assert_line --partial "in drivers 570-575, and 535 without build.sh's modules"
+
   sed -i -E "s/^(Driver Version +: ).*/\1590.48.01/" "${d}/nvidia-smi-q.txt"
   run "${DOCTOR}" --from "${d}" --brief
-  assert_line --partial "drivers 545-565 and 580+ place"
+  assert_line --partial "drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place"
 }

@@ -27,32 +27,58 @@ conf_of() {
   done
 }
 
-@test "families 535 to 570 force BAR1 for every pair (RMForceP2PType=2); --nvlink keep is refused there (3)" {
+@test "families 535 to 570 keep NVLink by default (RMBar1P2PKeepNvlink=1, p2p-0006), --nvlink off writes 0" {
   local tag
   for tag in 535.54.03 550.163.01 560.35.03 570.211.01; do
     run conf_of "${tag}"
     assert_success
-    assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
-    assert_line --partial "# NVLink: off (the only mode of family"
-    run conf_of "${tag}" off
-    assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
+    assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=1"'
+    assert_line --partial "# NVLink: kept (--nvlink keep)"
     run conf_of "${tag}" keep
-    assert_failure 3
-    assert_output --partial "build.sh: --nvlink keep: family $(awk -v t="${tag}" '$1 == t { print $2 }' "${REPO_ROOT}/versions.conf") (${tag}) cannot keep NVLink"
+    assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=1"'
+    run conf_of "${tag}" off
+    assert_success
+    assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=0"'
+    assert_line --partial "# NVLink: off (--nvlink off)"
   done
 }
 
-@test "every family whose options file has '# nvlink-keep:' also requires the key's DEFAULT numbering" {
-  local f kv n=0
+@test "every family can keep NVLink: RMForceP2PType=0 with its DEFAULT numbering required, or RMBar1P2PKeepNvlink=1 with p2p-0006" {
+  local f dir kv n=0
   for f in "${REPO_ROOT}"/patches/*/modprobe.conf; do
+    dir=$(dirname "${f}")
     kv=$(sed -n -E 's/^#[[:space:]]*nvlink-keep:[[:space:]]*//p' "${f}")
-    [[ -n ${kv} ]] || continue
     n=$((n + 1))
-    assert_equal "${kv}" "RMForceP2PType=0"
-    run grep -c '^# requires: src/nvidia/interface/nvrm_registry.h NV_REG_STR_RM_FORCE_P2P_TYPE_DEFAULT 0x00000000$' "${f}"
-    assert_output 1
+    case ${kv} in
+    RMForceP2PType=0)
+      run grep -c '^# requires: src/nvidia/interface/nvrm_registry.h NV_REG_STR_RM_FORCE_P2P_TYPE_DEFAULT 0x00000000$' "${f}"
+      assert_output 1
+      assert_file_not_exist "${dir}/p2p-0006-nvlink-kept-with-bar1-p2p.patch"
+      run grep -c '^p2p-0006-nvlink-kept-with-bar1-p2p.patch  ' "${dir}/dropped.conf"
+      assert_output 1
+      ;;
+    RMBar1P2PKeepNvlink=1)
+      assert_file_exist "${dir}/p2p-0006-nvlink-kept-with-bar1-p2p.patch"
+      run grep -c '^+#define NV_REG_STR_RM_BAR1_P2P_KEEP_NVLINK  *"RMBar1P2PKeepNvlink"$' "${dir}/p2p-0006-nvlink-kept-with-bar1-p2p.patch"
+      assert_output 1
+      run grep -c '^options nvidia .*[";]RMForceP2PType=2;RMBar1P2PKeepNvlink=0"$' "${f}"
+      assert_output 1
+      ;;
+    *) fail "${f}: no or an unknown '# nvlink-keep:' (${kv})" ;;
+    esac
   done
-  assert_equal "${n}" 3
+  assert_equal "${n}" 7
+}
+
+@test "a family without '# nvlink-keep:' refuses --nvlink keep (3) and writes the forcing options otherwise" {
+  common_setup
+  make_fixture
+  run bash -c 'source "$1" && versions_load && P2P_NVLINK=keep && modprobe_conf_text "$2"' _ "${BUILD_SH}" "${FIXTURE_TAG}"
+  assert_failure 3
+  assert_output "build.sh: --nvlink keep: family 999 (${FIXTURE_TAG}) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see README.md, Mixed boxes); use --nvlink off"
+  run bash -c 'source "$1" && versions_load && modprobe_conf_text "$2"' _ "${BUILD_SH}" "${FIXTURE_TAG}"
+  assert_success
+  assert_line --partial "# NVLink: off (the only mode of family 999)"
 }
 
 @test "--nvlink takes keep or off only, and only where options are written (2)" {

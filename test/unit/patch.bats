@@ -268,3 +268,27 @@ add_header_field() {
     done < <(grep -v -E '^\s*(#|$)' "${REPO_ROOT}/series")
   done
 }
+
+@test "p2p-0007 of every family tests the key that family's options select BAR1 P2P with" {
+  local fam conf patch n=0
+  for fam in "${REPO_ROOT}"/patches/*/; do
+    conf="${fam}modprobe.conf"
+    patch="${fam}p2p-0007-no-p2p-without-static-bar1.patch"
+    assert_file_exist "${patch}"
+    n=$((n + 1))
+    if grep -q '^options nvidia .*[";]RMPcieP2PType=1[;"]' "${conf}"; then
+      run grep -c -e '->pcieP2PType !=$' -e '^+        NV_REG_STR_RM_PCIEP2P_TYPE_BAR1)$' "${patch}"
+      assert_output 2
+      run grep -c 'forceP2PType' "${patch}"
+      assert_output 0
+    elif grep -q '^options nvidia .*[";]RMForceP2PType=2[;"]' "${conf}"; then
+      run grep -c -e '->forceP2PType !=$' -e '^+        NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P)$' "${patch}"
+      assert_output 2
+      run grep -c 'pcieP2PType' "${patch}"
+      assert_output 0
+    else
+      fail "${conf}: its options select BAR1 P2P with neither RMPcieP2PType=1 nor RMForceP2PType=2"
+    fi
+  done
+  assert_equal "${n}" 7
+}

@@ -157,7 +157,8 @@ STUB
   assert_output --partial "https://github.com/NVIDIA/open-gpu-kernel-modules/archive/d5a0858f901d15bda4c3d6db19a271507722a860.tar.gz"
   assert_output --partial "require sha256 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a"
   assert_output --partial "p2p-0005-uvm-bar1-peer-dma-base.patch"
-  assert_output --partial 'NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
+  assert_output --partial "p2p-0006-nvlink-kept-with-bar1-p2p.patch"
+  assert_output --partial 'NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=1"'
   assert_output --partial "Next steps"
   assert_not_exist "${CACHE}"
 }

@@ -1167,8 +1167,9 @@ static int forced_pcie(ctx *c)
         return 0;
     if (c->new_keys == 1)
         return t == 1;
+    /* before 575: 2 forces PCIe unless this series' p2p-0006 key keeps NVLink */
     if (c->new_keys == 0)
-        return t == 2;
+        return t == 2 && key_val(k, "RMBar1P2PKeepNvlink") != 1;
     return -1;
 }
 
@@ -1187,7 +1188,8 @@ static void rule_nvlink(ctx *c)
             int fast = on > 0 && !slow;
             if (fast && forced != 1)
                 continue;
-            /* options known not to force PCIe (575+: RMForceP2PType=0): nothing to say unless slow */
+            /* options known not to force PCIe (575+: RMForceP2PType=0; before 575:
+               RMBar1P2PKeepNvlink=1): nothing to say unless slow */
             if (!slow && forced == 0)
                 continue;
             int cert = forced == 1 || slow ? (forced == 1 ? DR_CERT_CERTAIN : DR_CERT_LIKELY) : DR_CERT_POSSIBLE;
@@ -1209,10 +1211,12 @@ static void rule_nvlink(ctx *c)
                        "default there) gives this pair NVLink and every pair without a bridge BAR1 P2P; then "
                        "update-initramfs -u and reboot");
             else
-                FIX(f, "before 575 BAR1 P2P (RMForceP2PType=2) turns NVLink off for every pair: without "
-                       "RMForceP2PType the driver picks NVLink where a bridge exists but pairs without one lose BAR1 "
-                       "P2P; a 575 or later driver (build.sh --nvlink keep) has both; or move the bridge to the pair "
-                       "that needs the bandwidth");
+                FIX(f, "before 575 BAR1 P2P (RMForceP2PType=2) turns NVLink off for every pair; the modules of "
+                       "build.sh (patch p2p-0006) add RMBar1P2PKeepNvlink=1 to NVreg_RegistryDwords (build.sh install "
+                       "--nvlink keep, the default), which gives this pair NVLink and every pair without a bridge "
+                       "BAR1 P2P; then update-initramfs -u and reboot. Stock or fork modules have no such key: "
+                       "without RMForceP2PType they pick NVLink where a bridge exists but pairs without one lose "
+                       "BAR1 P2P");
             f_ev(f, s->topo[0] ? &s->topo_ev : &PS(c, b, a)->topo_ev);
             f_ev(f, &m->gpus[a].nvlinks.ev);
             if (slow)
@@ -1293,8 +1297,9 @@ static void bar1_one(ctx *c, const bar1_view *x)
         SUMMARY(f, "%s's BAR1 (%lld MiB) is smaller than its VRAM (%lld MiB)%s: the static BAR1 mapping BAR1 P2P "
                    "needs is impossible for it",
                 lab, bar1, vram, rmax > 0 ? " and already at the largest size it offers" : "");
-        FIX(f, "none for this GPU (its BAR1 cannot grow): leave it out of P2P (CUDA_VISIBLE_DEVICES) and pair GPUs "
-               "whose BAR1 covers VRAM");
+        FIX(f, "none for this GPU (its BAR1 cannot grow): pair GPUs whose BAR1 covers VRAM. The modules of "
+               "build.sh (patch p2p-0007) report no P2P for this GPU's pairs and keep it for the others; with "
+               "other modules leave it out of P2P yourself (CUDA_VISIBLE_DEVICES)");
         f_ev(f, &x->bar1->ev);
         f_ev(f, &x->vram->ev);
         f_ev(f, &x->rmax->ev);
@@ -1373,8 +1378,10 @@ static int display_placement(ctx *c)
     const char *v = c->o->preinstall && c->o->tag[0] ? c->o->tag : c->d->module_version;
     if (!v || !v[0])
         return -1;
-    if ((dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0) ||
-        (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0))
+    /* 535 with this project's modules: p2p-0008 maps no separate console */
+    if (dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0)
+        return c->o->preinstall || c->d->ours == 1 ? 0 : 1;
+    if (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0)
         return 1;
     if (dp_vercmp(v, "545") >= 0)
         return 0;
@@ -1411,14 +1418,15 @@ static void rule_display(ctx *c)
             continue;
         const char *what = x->display.v == 1 ? "drives a display" : "is the boot (console) GPU";
         if (placed == 1)
-            SUMMARY(f, "%s %s: in drivers 535 and 570-575 RM keeps the console at the bottom of BAR1 and puts the "
-                       "static BAR1 mapping above it, off the 512 MiB alignment its peer mapping needs, so BAR1 P2P "
-                       "with this GPU likely fails (README: Mixed boxes)",
+            SUMMARY(f, "%s %s: in drivers 570-575, and 535 without build.sh's modules (patch p2p-0008), RM keeps "
+                       "the console at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB "
+                       "alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (README: Mixed "
+                       "boxes)",
                     lab, what);
         else if (placed == 0)
-            SUMMARY(f, "%s %s: drivers 545-565 and 580+ place the static BAR1 mapping so that BAR1 P2P can work "
-                       "beside the console, but BAR1 must hold the console's reservation too; check this GPU's "
-                       "pairs with build.sh verify",
+            SUMMARY(f, "%s %s: drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place the "
+                       "static BAR1 mapping so that BAR1 P2P can work beside the console, but BAR1 must hold the "
+                       "console's reservation too; check this GPU's pairs with build.sh verify",
                     lab, what);
         else
             SUMMARY(f, "%s %s: BAR1 must then also hold the console's reservation, and in drivers 535 and 570-575 "
