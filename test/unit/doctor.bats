@@ -400,6 +400,10 @@ STUB
   assert_line --partial "drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place"
   run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 570.211.01
   assert_line --partial "in drivers 570-575, and 535 without build.sh's modules"
+  # --preinstall without a tag: the loaded 535 is the stock module, not p2p-0008's
+  sed -i -E "s/^(Driver Version +: ).*/\1535.288.01/" "${d}/nvidia-smi-q.txt"
+  run "${DOCTOR}" --from "${d}" --brief --preinstall
+  assert_line --partial "in drivers 570-575, and 535 without build.sh's modules"
 
   sed -i -E "s/^(Driver Version +: ).*/\1590.48.01/" "${d}/nvidia-smi-q.txt"
   run "${DOCTOR}" --from "${d}" --brief

@@ -1378,9 +1378,10 @@ static int display_placement(ctx *c)
     const char *v = c->o->preinstall && c->o->tag[0] ? c->o->tag : c->d->module_version;
     if (!v || !v[0])
         return -1;
-    /* 535 with this project's modules: p2p-0008 maps no separate console */
+    /* 535 with this project's modules (loaded, or the tag about to be installed): p2p-0008
+       maps no separate console */
     if (dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0)
-        return c->o->preinstall || c->d->ours == 1 ? 0 : 1;
+        return (c->o->preinstall && c->o->tag[0]) || c->d->ours == 1 ? 0 : 1;
     if (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0)
         return 1;
     if (dp_vercmp(v, "545") >= 0)
