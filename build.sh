@@ -24,6 +24,8 @@ source "${P2P_LIB_DIR}/40-patch.sh"
 source "${P2P_LIB_DIR}/50-build.sh"
 # shellcheck source=lib/60-install.sh
 source "${P2P_LIB_DIR}/60-install.sh"
+# shellcheck source=lib/61-static-bar1.sh
+source "${P2P_LIB_DIR}/61-static-bar1.sh"
 # shellcheck source=lib/65-dkms.sh
 source "${P2P_LIB_DIR}/65-dkms.sh"
 # shellcheck source=lib/66-sign.sh
@@ -63,6 +65,8 @@ P2P_USERSPACE_WHY=""
 P2P_NO_DKMS=0
 # --nvlink keep|off; empty: the family's default (nvlink_mode)
 P2P_NVLINK=""
+# --force-static-bar1 ADDR[,ADDR...]; empty: none (lib/61-static-bar1.sh)
+P2P_STATIC_BAR1=""
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
 P2P_FAMILY=""
@@ -70,11 +74,11 @@ P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
 declare -A P2P_CMD_OPTS=(
-  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --nvlink --sign-key --sign-cert --sign-generate"
+  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
   [fetch]="--source --run --run-sha256 --no-run"
   [patch]="--source --out"
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
-  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --sign-key --sign-cert --sign-generate"
+  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
   [package]="--source --out --format --revision --no-ccache --nvlink"
   [uninstall]="--kernel"
   [preflight]="--kernel"
@@ -110,7 +114,7 @@ parse_stage_args() {
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --family | --sign-key | --sign-cert | --format | --revision)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -161,6 +165,10 @@ set_opt_value() {
   --nvlink)
     [[ $2 == keep || $2 == off ]] || die "${EX_USAGE}" "--nvlink takes keep or off, not '$2'"
     P2P_NVLINK=$2
+    ;;
+  --force-static-bar1)
+    static_bar1_gpus "$2" >/dev/null
+    P2P_STATIC_BAR1=$2
     ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"

@@ -19,6 +19,7 @@ help_install() {
   cat <<'EOF'
 Usage: build.sh install <tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX]
                               [--userspace auto|keep|run] [--nvlink keep|off]
+                              [--force-static-bar1 ADDR[,ADDR...]]
                               [--sign-key FILE --sign-cert FILE | --sign-generate]
 
 Install driver <tag> with PCIe P2P and the P2P module options, keeping the
@@ -67,6 +68,16 @@ key pair (/var/lib/dkms/mok.key and mok.pub, made if missing) or the one given.
                     (RMBar1P2PKeepNvlink, a key of p2p-0006, in families 535 to
                     570; RMForceP2PType from 575 on): switch there and reboot,
                     no rebuild needed.
+  --force-static-bar1 ADDR[,ADDR...]
+                    opt-in, for GPUs whose BAR1 is no larger than their VRAM
+                    (16 GB RTX 5060 Ti / 5070 Ti, 32 GB RTX 5090), which from
+                    565 on get no static BAR1 mapping and so no P2P: force it
+                    for the GPUs at these PCI addresses (DDDD:BB:DD.F), mapping
+                    their client-visible VRAM (RMForceStaticBar1=1 per GPU,
+                    NVreg_RegistryDwordsPerDevice). Families 565 and later.
+                    Refused (exit 10) for a GPU whose BAR1 is smaller than the
+                    VRAM nvidia-smi reports, or that drives a display or the
+                    console: RM would fail its initialization.
 
 Secure Boot: refused only when no signing key is available. A key that is not
 enrolled yet is used, and build.sh prints the mokutil steps to enroll it.
@@ -108,6 +119,7 @@ cmd_install() {
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
   nvlink_mode "${tag}" >/dev/null
+  static_bar1_check "${tag}"
   resolve_install_kernel
   install_preflight "${tag}"
   install_all "${tag}"
@@ -274,6 +286,7 @@ modprobe_conf_text() {
   printf '# rebuilding: see README.md, "Switching P2P off".\n'
   nvlink_note "${tag}" "${mode}"
   printf '%s\n' "${text}"
+  static_bar1_lines "${tag}"
   modprobe_install_lines
 }
 

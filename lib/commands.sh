@@ -6,7 +6,7 @@ help_all() {
   cat <<'EOF'
 Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
                       [--userspace auto|keep|run] [--no-ccache] [--no-dkms]
-                      [--nvlink keep|off]
+                      [--nvlink keep|off] [--force-static-bar1 ADDR[,ADDR...]]
                       [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
 The whole pipeline for one driver tag:
@@ -38,6 +38,7 @@ cmd_all() {
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
   nvlink_mode "${tag}" >/dev/null
+  static_bar1_check "${tag}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'Plan for driver %s (family %s), changing nothing:\n' "${tag}" "${V_FAMILY[${tag}]}"
   fi
@@ -74,6 +75,7 @@ pipeline_install() {
   fi
   [[ ${P2P_NO_DKMS} -eq 1 ]] && args+=(--no-dkms)
   [[ -n ${P2P_NVLINK} ]] && args+=(--nvlink "${P2P_NVLINK}")
+  [[ -n ${P2P_STATIC_BAR1} ]] && args+=(--force-static-bar1 "${P2P_STATIC_BAR1}")
   [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && args+=(--sign-generate)
   [[ ${P2P_SIGN_SOURCE} == user ]] && args+=(--sign-key "${P2P_SIGN_KEY}" --sign-cert "${P2P_SIGN_CERT}")
   [[ -n ${P2P_RUN_FILE} ]] && args+=(--run "${P2P_RUN_FILE}")

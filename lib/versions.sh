@@ -6,7 +6,7 @@ declare -ga V_TAGS=()
 V_LOADED=""
 
 readonly TAG_RE='^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$'
-# A family: the major release(s) it covers (565-570), or for one that rebase
+# A family: the major release(s) it covers (580-590), or for one that rebase
 # split off inside a release line, major.minor (595.58).
 readonly FAMILY_RE='^[0-9]{3}(\.[0-9]+)*(-[0-9]{3}(\.[0-9]+)*)?$'
 readonly OID_RE='^[0-9a-f]{40}$'

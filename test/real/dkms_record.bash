@@ -6,8 +6,8 @@
 # left it out since.
 
 # inputs_digest REPO TAG ROOT [TAG2...]: the DKMS test's inputs digest:
-# build.sh, lib/, the chroot scripts, the test, the series and TAG's family,
-# the pins of TAG and the TAG2s (not their "tested" column) and the chroot
+# build.sh, lib/, the chroot scripts, the test, the series and the families
+# of TAG and the TAG2s, their pins (not their "tested" column) and the chroot
 # ROOT's package list.
 inputs_digest() {
   local repo=$1 tag=$2 root=$3
@@ -22,19 +22,21 @@ userspace_digest() {
 
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,
 # ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh, the series, this
-# file, the FILEs, the patches of the first TAG's family, the pins of each
-# TAG and ROOT's dpkg status (status 1: the first TAG is not in
-# versions.conf).
+# file, the FILEs, the patches of each TAG's family, the pins of each TAG
+# and ROOT's dpkg status (status 1: a TAG is not in versions.conf).
 tree_digest() {
   local repo=$1 root=$2 t family
-  local -a tags
+  local -a tags families=()
   read -r -a tags <<<"$3"
   shift 3
-  family=$(awk -v t="${tags[0]}" '$1 == t { print $2 }' "${repo}/versions.conf")
-  [[ -n ${family} ]] || return 1
+  for t in "${tags[@]}"; do
+    family=$(awk -v t="${t}" '$1 == t { print $2 }' "${repo}/versions.conf")
+    [[ -n ${family} ]] || return 1
+    families+=("patches/${family}")
+  done
   {
-    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh series "patches/${family}" \
-      test/real/dkms_record.bash "$@" -type f -print0 | sort -z | xargs -0 sha256sum)
+    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh series "${families[@]}" \
+      test/real/dkms_record.bash "$@" -type f -print0 | sort -zu | xargs -0 sha256sum)
     for t in "${tags[@]}"; do
       awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
     done

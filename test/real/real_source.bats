@@ -306,7 +306,7 @@ data_copy() {
   NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
     --work-dir "${BATS_TEST_TMPDIR}/work" --dry-run rebase 575.64.05 --source "${REAL_GIT}"
   assert_failure 7
-  assert_output --partial "family 565-570 does not fit 575.64.05"
+  assert_output --partial "family 570 does not fit 575.64.05"
   assert_output --partial 'no "#define NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002"'
 }
 

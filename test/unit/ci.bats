@@ -194,7 +194,7 @@ stages_run() {
   mkdir -p "${NVP2P_DATA_DIR}/patches/100"
   local i
   for i in 1 2 3 4 5 6; do
-    sed -n -E "s/^565\.57\.01 +565-570 +/100.10.0${i} 100 /p" "${REPO_ROOT}/versions.conf" >>"${NVP2P_DATA_DIR}/versions.conf"
+    sed -n -E "s/^565\.57\.01 +565 +/100.10.0${i} 100 /p" "${REPO_ROOT}/versions.conf" >>"${NVP2P_DATA_DIR}/versions.conf"
   done
   # (build.sh's own run() replaces bats' run once sourced: call directly.)
   load_matrix
@@ -437,6 +437,21 @@ dkms_record_setup() {
   d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
   [[ ${d} != "${d0}" ]]
   run inputs_digest "${DR_REPO}" 999.1.1 "${DR_REPO}/chroot"
+  assert_failure
+}
+
+@test "dkms record: the inputs digest follows the patches of the second tag's family too (565.57.01 -> 570.211.01)" {
+  dkms_record_setup
+  local f1 f2 d0 d
+  f1=$(awk '$1 == "565.57.01" { print $2 }' "${DR_REPO}/versions.conf")
+  f2=$(awk '$1 == "570.211.01" { print $2 }' "${DR_REPO}/versions.conf")
+  [[ ${f1} != "${f2}" ]]
+  d0=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot" 570.211.01)
+  assert_regex "${d0}" '^[0-9a-f]{64}$'
+  echo '# changed' >>"${DR_REPO}/patches/${f2}/p2p-0008-display-gpu-static-bar1-aligned.patch"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot" 570.211.01)
+  [[ ${d} != "${d0}" ]]
+  run inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot" 999.1.1
   assert_failure
 }
 

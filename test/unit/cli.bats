@@ -159,7 +159,7 @@ write_versions() {
   printf '%s\n' "$@" >"${NVP2P_DATA_DIR}/versions.conf"
 }
 
-GOOD_LINE="565.57.01 565-570 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea5ecb9daba6fc54b1da71a9e58b 9e13db925ed29ea316554368cc342849891a787f 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a https://us.download.nvidia.com/XFree86/Linux-x86_64/565.57.01/NVIDIA-Linux-x86_64-565.57.01.run -"
+GOOD_LINE="565.57.01 565 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea5ecb9daba6fc54b1da71a9e58b 9e13db925ed29ea316554368cc342849891a787f 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a https://us.download.nvidia.com/XFree86/Linux-x86_64/565.57.01/NVIDIA-Linux-x86_64-565.57.01.run -"
 
 @test "a well-formed versions.conf with comments parses" {
   write_versions "# comment" "" "${GOOD_LINE} # trailing comment"

@@ -387,25 +387,44 @@ STUB
 
 @test "display-attached says per driver version where RM puts the static BAR1 mapping beside the console" {
   local d="${BATS_TEST_TMPDIR}/case" v
+  local placed="drivers 545-565 and 580+ (and 535, 570-575 with build.sh's patch p2p-0008) place"
+  local above="in drivers 535 and 570-575 without build.sh's modules (patch p2p-0008), RM keeps the console"
   cp -r "${REPO_ROOT}/test/fixtures/doctor/s09-display-gpu-no-peer" "${d}"
   run "${DOCTOR}" --from "${d}" --brief
-  assert_line --regexp '^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: drivers 545-565 and 580\+ \(and 535 with build.sh.s patch p2p-0008\) place'
-  for v in 535.288.01 570.211.01 575.64.05; do
+  assert_line --regexp '^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: drivers 545-565 and 580\+ \(and 535, 570-575 with build.sh.s patch p2p-0008\) place'
+  for v in 535.288.01 570.86.15 570.211.01 575.64.05; do
     sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
     run "${DOCTOR}" --from "${d}" --brief
-    assert_line --regexp "^finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: in drivers 570-575, and 535 without build.sh's modules \(patch p2p-0008\), RM keeps the console"
+    assert_line "finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: ${above} at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (README: Mixed boxes)"
   done
-  # before installing 535 with build.sh (its tag): p2p-0008 places the mapping at offset 0
-  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 535.288.01
-  assert_line --partial "drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place"
-  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 570.211.01
-  assert_line --partial "in drivers 570-575, and 535 without build.sh's modules"
-  # --preinstall without a tag: the loaded 535 is the stock module, not p2p-0008's
-  sed -i -E "s/^(Driver Version +: ).*/\1535.288.01/" "${d}/nvidia-smi-q.txt"
-  run "${DOCTOR}" --from "${d}" --brief --preinstall
-  assert_line --partial "in drivers 570-575, and 535 without build.sh's modules"
+  # before installing 535, 570 or 575 with build.sh (its tag): p2p-0008 places the mapping 512 MiB aligned
+  for v in 535.288.01 570.211.01 575.64.05; do
+    run "${DOCTOR}" --from "${d}" --brief --preinstall --tag "${v}"
+    assert_line --partial "${placed}"
+  done
+  # --preinstall without a tag: the loaded 535 or 570 is the stock module, not p2p-0008's
+  for v in 535.288.01 570.211.01; do
+    sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
+    run "${DOCTOR}" --from "${d}" --brief --preinstall
+    assert_line --partial "${above}"
+  done
 
-  sed -i -E "s/^(Driver Version +: ).*/\1590.48.01/" "${d}/nvidia-smi-q.txt"
-  run "${DOCTOR}" --from "${d}" --brief
-  assert_line --partial "drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place"
+  for v in 565.77 590.48.01; do
+    sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
+    run "${DOCTOR}" --from "${d}" --brief
+    assert_line --partial "${placed}"
+  done
+}
+
+@test "bar1-as-large-as-vram: from 565 on (or unknown), with the opt-in for that GPU's address; not before 565" {
+  local d="${BATS_TEST_TMPDIR}/case"
+  cp -r "${REPO_ROOT}/test/fixtures/doctor/s26-bar1-as-large-as-vram" "${d}"
+  run "${DOCTOR}" --from "${d}"
+  assert_output --partial "fix: opt in for this GPU: build.sh install <tag> --force-static-bar1 0000:41:00.0 (RMForceStaticBar1=1"
+  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 560.35.03
+  refute_output --partial "bar1-as-large-as-vram"
+  run "${DOCTOR}" --from "${d}" --brief --preinstall --tag 565.57.01
+  assert_line --regexp '^finding	bar1-as-large-as-vram	blocks	likely	GPU1	'
+  # a GPU with 8 GiB of BAR1 to spare (GPU0, 24 GB in 32 GiB) is never reported
+  refute_line --regexp '^finding	bar1-as-large-as-vram	.*	GPU0	'
 }

@@ -409,3 +409,84 @@ STUB
   run grep -c standin.run "${STUB_LOG}"
   assert_output 0
 }
+
+# static_bar1_box BAR1_MIB: a fixture sysfs with one NVIDIA GPU at
+# 0000:01:00.0 (BAR0 16 MiB, BAR1 of BAR1_MIB) and one other device.
+static_bar1_box() {
+  local sys="${BATS_TEST_TMPDIR}/sys" dev
+  dev="${sys}/bus/pci/devices/0000:01:00.0"
+  mkdir -p "${dev}" "${sys}/bus/pci/devices/0000:00:14.0"
+  printf '0x10de\n' >"${dev}/vendor"
+  printf '0x030000\n' >"${dev}/class"
+  printf '0\n' >"${dev}/boot_vga"
+  printf '0x%016x 0x%016x 0x0000000000040200\n' $((0xf0000000)) $((0xf0ffffff)) \
+    $((0x4000000000)) $((0x4000000000 + ($1 << 20) - 1)) >"${dev}/resource"
+  printf '0x8086\n' >"${sys}/bus/pci/devices/0000:00:14.0/vendor"
+  printf '0x0c0330\n' >"${sys}/bus/pci/devices/0000:00:14.0/class"
+  export NVP2P_SYSFS="${sys}"
+  printf '# static-bar1-force: RMForceStaticBar1=1\n' >>"${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+}
+
+# smi_reports VRAM_MIB DISPLAY_ACTIVE: nvidia-smi's query for that GPU.
+smi_reports() {
+  printf '#!/bin/sh\ncase "$*" in *--query-gpu=pci.bus_id,memory.total,display_active*) echo "00000000:01:00.0, %s, %s" ;; esac\n' \
+    "$1" "$2" >"${STUBS}/nvidia-smi"
+}
+
+@test "install --force-static-bar1: a GPU whose BAR1 holds its VRAM gets RMForceStaticBar1=1 for itself only" {
+  static_bar1_box 16384
+  smi_reports 16303 Disabled
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 01:00.0
+  assert_success
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_line 'options nvidia NVreg_RegistryDwordsPerDevice="pci=0000:01:00.0;RMForceStaticBar1=1"'
+  assert_line --partial '# Static BAR1 forced (--force-static-bar1)'
+  # without the option: no per-device line
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_success
+  run grep -c 'RegistryDwordsPerDevice' "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output 0
+}
+
+@test "install --force-static-bar1 is refused (10) before anything changes where the GPU would fail its init" {
+  static_bar1_box 16384
+  smi_reports 24564 Disabled
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 10
+  assert_output --partial "0000:01:00.0's BAR1 (16384 MiB) is smaller than its VRAM (24564 MiB)"
+  assert_previous_state
+  smi_reports 16303 Enabled
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 10
+  assert_output --partial "0000:01:00.0 drives a display"
+  smi_reports 16303 Disabled
+  printf '1\n' >"${NVP2P_SYSFS}/bus/pci/devices/0000:01:00.0/boot_vga"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 10
+  assert_output --partial "0000:01:00.0 is the boot (console) GPU"
+  printf '0\n' >"${NVP2P_SYSFS}/bus/pci/devices/0000:01:00.0/boot_vga"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:00:14.0
+  assert_failure 10
+  assert_output --partial "no NVIDIA GPU at 0000:00:14.0"
+  printf '#!/bin/sh\nexit 0\n' >"${STUBS}/nvidia-smi"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 10
+  assert_output --partial "cannot read the VRAM of 0000:01:00.0"
+  assert_previous_state
+}
+
+@test "--force-static-bar1: a family without the setting refuses it (3); malformed addresses (2); not for package" {
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 3
+  assert_output --partial "--force-static-bar1: family 999 (${FIXTURE_TAG}) has no '# static-bar1-force:' setting"
+  assert_previous_state
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --force-static-bar1 1:0.0
+  assert_failure 2
+  assert_output --partial "'1:0.0' is not a PCI address"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --force-static-bar1 ','
+  assert_failure 2
+  run_build package "${FIXTURE_TAG}" --force-static-bar1 0000:01:00.0
+  assert_failure 2
+  assert_output --partial "option --force-static-bar1 does not apply to package"
+}

@@ -290,5 +290,35 @@ add_header_field() {
       fail "${conf}: its options select BAR1 P2P with neither RMPcieP2PType=1 nor RMForceP2PType=2"
     fi
   done
-  assert_equal "${n}" 7
+  assert_equal "${n}" "$(awk '!/^#/ && NF { print $2 }' "${REPO_ROOT}/versions.conf" | sort -u | wc -l)"
+}
+
+@test "p2p-0008 in 570 and 575 maps the static BAR1 at the 512 MiB boundary above console and mailbox, and the size check counts it" {
+  local fam patch
+  for fam in 570 575; do
+    patch="${REPO_ROOT}/patches/${fam}/p2p-0008-display-gpu-static-bar1-aligned.patch"
+    assert_file_exist "${patch}"
+    # kbusInitBar1_GM107 records the offset, kbusEnableStaticBar1Mapping_TU102 maps there, fixed
+    run grep -c -e '^+        pKernelBus->bar1\[gfid\].staticBar1.startOffset =$' \
+      -e '^+            RM_ALIGN_UP(consoleSize + pKernelBus->p2pPcie.writeMailboxTotalSize,$' \
+      -e '^+    NvU64 bar1Offset = pKernelBus->bar1\[gfid\].staticBar1.startOffset;$' \
+      -e '^+    NvU32 mapFlags = BUS_MAP_FB_FLAGS_MAP_UNICAST | BUS_MAP_FB_FLAGS_MAP_OFFSET_FIXED;$' \
+      -e '^+            mapFlags,$' "${patch}"
+    assert_output 5
+    # kbusIsStaticBar1Supported_TU102: the same offset in AUTO (and 570's ONLY_GPU)
+    run grep -c -e '^+    NvU64 staticBar1Offset  = RM_ALIGN_UP(consoleSize + mailboxSize, RM_PAGE_SIZE_512M);$' \
+      -e '^+ *requiredAutoBar1Size += staticBar1Offset;$' "${patch}"
+    assert_output 2
+    run grep -c '^- *requiredAutoBar1Size += consoleSize;$' "${patch}"
+    assert_output 1
+  done
+  run grep -c '^+        ((bar1VASize - (doorbellAndMmioPrivSize + staticBar1Offset)) < fbSizeAligned))$' \
+    "${REPO_ROOT}/patches/570/p2p-0008-display-gpu-static-bar1-aligned.patch"
+  assert_output 1
+  # every other family leaves it out with a reason
+  for fam in "${REPO_ROOT}"/patches/*/; do
+    [[ -f ${fam}p2p-0008-display-gpu-static-bar1-aligned.patch ]] && continue
+    run grep -c '^p2p-0008-display-gpu-static-bar1-aligned.patch  not needed: ' "${fam}dropped.conf"
+    assert_output 1
+  done
 }

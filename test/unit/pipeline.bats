@@ -153,7 +153,7 @@ STUB
   unset NVP2P_DATA_DIR
   as_user
   run_build --dry-run 565.57.01 --kernel 6.1.0-56-amd64
-  assert_output --partial "Plan for driver 565.57.01 (family 565-570)"
+  assert_output --partial "Plan for driver 565.57.01 (family 565)"
   assert_output --partial "https://github.com/NVIDIA/open-gpu-kernel-modules/archive/d5a0858f901d15bda4c3d6db19a271507722a860.tar.gz"
   assert_output --partial "require sha256 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a"
   assert_output --partial "p2p-0005-uvm-bar1-peer-dma-base.patch"

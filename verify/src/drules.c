@@ -18,7 +18,7 @@
 
 const char *const dr_finding_ids[] = {
     "iommu-translated", "acs-redirect", "rebar-off", "bar1-unassigned", "bar1-smaller-than-vram",
-    "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
+    "bar1-as-large-as-vram", "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
     "userspace-mismatch", "stock-module-loaded", "p2p-options-missing", "regkeys-wrong-generation",
     "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
     "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine", NULL};
@@ -1237,6 +1237,42 @@ typedef struct {
     const dr_num *unassigned, *bar1, *vram, *rmax;
 } bar1_view;
 
+/* The driver version that matters: the tag about to be installed, or the
+ * loaded module's; NULL when neither is known. */
+static const char *driver_version(ctx *c)
+{
+    const char *v = c->o->preinstall && c->o->tag[0] ? c->o->tag : c->d->module_version;
+    return v && v[0] ? v : NULL;
+}
+
+/* BAR1 holds VRAM, but with less than 1 GiB to spare (16 GiB RTX 5060 Ti /
+ * 5070 Ti, 32 GiB RTX 5090; nvidia-smi's VRAM is a little below the FB size):
+ * from 565 on RM's static BAR1 check counts all of FB plus reservations and
+ * refuses it (README: Mixed boxes), so BAR1 P2P has no static mapping for it
+ * unless RMForceStaticBar1=1 is set for that GPU. */
+static void bar1_as_large_as_vram(ctx *c, const bar1_view *x, long long bar1, long long vram)
+{
+    const char *v = driver_version(c);
+    if (bar1 - vram >= 1024 || (v && dp_vercmp(v, "565") < 0))
+        return;
+    if (x->g >= 0 && gpu_observed_ok(c, x->g))
+        return;
+    dr_finding *f = finding(c->d, "bar1-as-large-as-vram", x->g >= 0 ? DR_SCOPE_GPU : DR_SCOPE_MACHINE, x->g, -1,
+                            DR_SEV_BLOCKS, v ? DR_CERT_LIKELY : DR_CERT_POSSIBLE);
+    if (!f)
+        return;
+    SUMMARY(f, "%s's BAR1 (%lld MiB) is about as large as its VRAM (%lld MiB): %s RM maps VRAM statically into BAR1 "
+               "(what BAR1 P2P needs) only when BAR1 also holds its reservations, so this GPU gets no static "
+               "mapping and no BAR1 P2P",
+            x->label, bar1, vram, v ? "in this driver" : "from driver 565 on");
+    FIX(f, "opt in for this GPU: build.sh install <tag> --force-static-bar1 %s (RMForceStaticBar1=1 for it alone; "
+           "refused for a display GPU; README: Mixed boxes), or, for a GPU that drivers 535-560 support (not RTX "
+           "50), one of those, whose check fits it",
+        x->busid[0] ? x->busid : "<its PCI address>");
+    f_ev(f, &x->bar1->ev);
+    f_ev(f, &x->vram->ev);
+}
+
 static void bar1_one(ctx *c, const bar1_view *x)
 {
     dr_sys *s = &c->m->sys;
@@ -1267,7 +1303,11 @@ static void bar1_one(ctx *c, const bar1_view *x)
         return;
     }
     long long bar1 = x->bar1->v, vram = x->vram->v, rmax = x->rmax->v;
-    if (bar1 <= 0 || (vram > 0 && bar1 >= vram))
+    if (bar1 > 0 && vram > 0 && bar1 >= vram) {
+        bar1_as_large_as_vram(c, x, bar1, vram);
+        return;
+    }
+    if (bar1 <= 0)
         return;
     if (bar1 <= 256 || (rmax > bar1 && (vram <= 0 || bar1 < vram))) {
         f = finding(d, "rebar-off", scope, x->g, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
@@ -1371,19 +1411,19 @@ static void rule_bar1(ctx *c)
 
 /* Where the driver puts the static BAR1 mapping of a GPU whose console stays in
  * BAR1 (README: Mixed boxes, from the source): above the console, off RM's 512 MiB
- * peer-mapping alignment (535, 570-575: 1), or where it works (545-565, 580 and
- * later: 0); -1 when the driver version is unknown. */
+ * peer-mapping alignment (upstream 535 and 570-575: 1), or where it works (545-565,
+ * 580 and later, and 535 and 570-575 with this project's p2p-0008: 0); -1 when the
+ * driver version is unknown. */
 static int display_placement(ctx *c)
 {
-    const char *v = c->o->preinstall && c->o->tag[0] ? c->o->tag : c->d->module_version;
-    if (!v || !v[0])
+    const char *v = driver_version(c);
+    if (!v)
         return -1;
-    /* 535 with this project's modules (loaded, or the tag about to be installed): p2p-0008
-       maps no separate console */
-    if (dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0)
+    /* 535 and 570-575 with this project's modules (loaded, or the tag about to be
+       installed): p2p-0008 places the mapping 512 MiB aligned */
+    if ((dp_vercmp(v, "535") >= 0 && dp_vercmp(v, "545") < 0) ||
+        (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0))
         return (c->o->preinstall && c->o->tag[0]) || c->d->ours == 1 ? 0 : 1;
-    if (dp_vercmp(v, "570") >= 0 && dp_vercmp(v, "580") < 0)
-        return 1;
     if (dp_vercmp(v, "545") >= 0)
         return 0;
     return -1;
@@ -1419,20 +1459,20 @@ static void rule_display(ctx *c)
             continue;
         const char *what = x->display.v == 1 ? "drives a display" : "is the boot (console) GPU";
         if (placed == 1)
-            SUMMARY(f, "%s %s: in drivers 570-575, and 535 without build.sh's modules (patch p2p-0008), RM keeps "
+            SUMMARY(f, "%s %s: in drivers 535 and 570-575 without build.sh's modules (patch p2p-0008), RM keeps "
                        "the console at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB "
                        "alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (README: Mixed "
                        "boxes)",
                     lab, what);
         else if (placed == 0)
-            SUMMARY(f, "%s %s: drivers 545-565 and 580+ (and 535 with build.sh's patch p2p-0008) place the "
+            SUMMARY(f, "%s %s: drivers 545-565 and 580+ (and 535, 570-575 with build.sh's patch p2p-0008) place the "
                        "static BAR1 mapping so that BAR1 P2P can work beside the console, but BAR1 must hold the "
                        "console's reservation too; check this GPU's pairs with build.sh verify",
                     lab, what);
         else
             SUMMARY(f, "%s %s: BAR1 must then also hold the console's reservation, and in drivers 535 and 570-575 "
-                       "the static BAR1 mapping BAR1 P2P needs sits where RM's peer mapping refuses it (wrong data "
-                       "or no P2P with this GPU)",
+                       "without build.sh's patch p2p-0008 the static BAR1 mapping BAR1 P2P needs sits where RM's "
+                       "peer mapping refuses it (wrong data or no P2P with this GPU)",
                     lab, what);
         FIX(f, "connect the displays to another GPU or the onboard graphics and leave this GPU headless (no X/Wayland "
                "session on it), then reload the driver or reboot");
