@@ -65,7 +65,7 @@ P2P_USERSPACE_WHY=""
 P2P_NO_DKMS=0
 # --nvlink keep|off; empty: the family's default (nvlink_mode)
 P2P_NVLINK=""
-# --force-static-bar1 ADDR[,ADDR...]; empty: none (lib/61-static-bar1.sh)
+# --force-static-bar1 ADDR[,ADDR...], normalized (static_bar1_gpus); empty: none
 P2P_STATIC_BAR1=""
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
@@ -167,8 +167,7 @@ set_opt_value() {
     P2P_NVLINK=$2
     ;;
   --force-static-bar1)
-    static_bar1_gpus "$2" >/dev/null
-    P2P_STATIC_BAR1=$2
+    P2P_STATIC_BAR1=$(static_bar1_gpus "$2" | paste -sd, -)
     ;;
   --run-sha256)
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"

@@ -294,10 +294,16 @@ modprobe_conf_text() {
 # pairs in TAG's family ("KEY=VALUE" from the "# nvlink-keep:" line of its
 # modprobe.conf), or nothing where the family cannot keep it.
 nvlink_keep_setting() {
+  family_setting "$1" nvlink-keep
+}
+
+# family_setting TAG NAME: the "KEY=VALUE" of the "# NAME:" line of TAG's
+# family's modprobe.conf, or nothing; anything else there is a data error.
+family_setting() {
   local src v
   src="$(family_dir "$1")/modprobe.conf"
-  v=$(sed -n -E 's/^#[[:space:]]*nvlink-keep:[[:space:]]*//p' "${src}" | head -n 1)
-  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] || die "${EX_DATA}" "${src}: '# nvlink-keep:' needs KEY=VALUE, not '${v}'"
+  v=$(sed -n -E "s/^#[[:space:]]*$2:[[:space:]]*//p" "${src}" | head -n 1)
+  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] || die "${EX_DATA}" "${src}: '# $2:' needs KEY=VALUE, not '${v}'"
   printf '%s' "${v}"
 }
 

@@ -17,12 +17,7 @@
 # static_bar1_setting TAG: "KEY=VALUE" from the "# static-bar1-force:" line
 # of TAG's family's modprobe.conf, or nothing.
 static_bar1_setting() {
-  local src v
-  src="$(family_dir "$1")/modprobe.conf"
-  v=$(sed -n -E 's/^#[[:space:]]*static-bar1-force:[[:space:]]*//p' "${src}" | head -n 1)
-  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] ||
-    die "${EX_DATA}" "${src}: '# static-bar1-force:' needs KEY=VALUE, not '${v}'"
-  printf '%s' "${v}"
+  family_setting "$1" static-bar1-force
 }
 
 # static_bar1_gpus LIST: the PCI addresses of a --force-static-bar1 value
@@ -49,9 +44,9 @@ static_bar1_check() {
   [[ -n ${P2P_STATIC_BAR1} ]] || return 0
   [[ -n $(static_bar1_setting "${tag}") ]] ||
     die "${EX_UNSUPPORTED}" "--force-static-bar1: family ${V_FAMILY[${tag}]} (${tag}) has no '# static-bar1-force:' setting: its static BAR1 check already fits a BAR1 as large as VRAM, or the family was not read for it (README.md, Mixed boxes)"
-  while IFS= read -r gpu; do
+  for gpu in ${P2P_STATIC_BAR1//,/ }; do
     static_bar1_check_gpu "${gpu}"
-  done < <(static_bar1_gpus "${P2P_STATIC_BAR1}")
+  done
 }
 
 # static_bar1_check_gpu ADDR: ADDR is an NVIDIA GPU here, not the console's,
@@ -97,9 +92,9 @@ static_bar1_lines() {
   local kv gpu per=""
   [[ -n ${P2P_STATIC_BAR1} ]] || return 0
   kv=$(static_bar1_setting "$1")
-  while IFS= read -r gpu; do
+  for gpu in ${P2P_STATIC_BAR1//,/ }; do
     per+="${per:+;}pci=${gpu};${kv}"
-  done < <(static_bar1_gpus "${P2P_STATIC_BAR1}")
+  done
   printf '# Static BAR1 forced (--force-static-bar1) for the GPUs named below: %s\n' "${kv}"
   printf '# maps their client-visible VRAM even where BAR1 is no larger than VRAM\n'
   printf '# (README.md, Mixed boxes). Remove the line and reboot to undo it.\n'

@@ -466,6 +466,11 @@ smi_reports() {
   assert_failure 10
   assert_output --partial "0000:01:00.0 is the boot (console) GPU"
   printf '0\n' >"${NVP2P_SYSFS}/bus/pci/devices/0000:01:00.0/boot_vga"
+  mv "${NVP2P_SYSFS}/bus/pci/devices/0000:01:00.0/resource" "${BATS_TEST_TMPDIR}/resource"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:01:00.0
+  assert_failure 10
+  assert_output --partial "cannot read the BAR1 size of 0000:01:00.0"
+  mv "${BATS_TEST_TMPDIR}/resource" "${NVP2P_SYSFS}/bus/pci/devices/0000:01:00.0/resource"
   run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --force-static-bar1 0000:00:14.0
   assert_failure 10
   assert_output --partial "no NVIDIA GPU at 0000:00:14.0"
