@@ -208,6 +208,12 @@ main() {
     --cache-dir=* | --work-dir=* | --root=*)
       set -- "${1%%=*}" "${1#*=}" "${@:2}"
       ;;
+    --lock-wait)
+      [[ $# -ge 2 && $2 =~ ^[0-9]{1,6}$ ]] || die "${EX_USAGE}" "--lock-wait needs a number of seconds"
+      P2P_LOCK_WAIT=$((10#$2))
+      shift 2
+      ;;
+    --lock-wait=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
     --dry-run) P2P_DRY_RUN=1 && shift ;;
     --yes | -y) P2P_YES=1 && shift ;;
     --verbose | -v) P2P_VERBOSE=1 && shift ;;

@@ -256,8 +256,7 @@ repo_plan() {
 P2P_REPO_LOCK_FD=""
 repo_lock() {
   exec {P2P_REPO_LOCK_FD}>"${P2P_REPO_DIR}/.lock"
-  flock -n "${P2P_REPO_LOCK_FD}" ||
-    die "${EX_LOCKED}" "another build.sh run holds the lock ${P2P_REPO_DIR}/.lock; wait for it to finish"
+  lock_fd "${P2P_REPO_LOCK_FD}" "${P2P_REPO_DIR}/.lock" "another build.sh run"
 }
 
 # repo_rollback RC: a run that fails takes the packages it added out of the

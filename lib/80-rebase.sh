@@ -118,8 +118,7 @@ RB_LOCK_FD=""
 rebase_lock() {
   [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
   exec {RB_LOCK_FD}<"${P2P_DATA_DIR}"
-  flock -n "${RB_LOCK_FD}" ||
-    die "${EX_LOCKED}" "another rebase is changing ${P2P_DATA_DIR}; wait for it to finish"
+  lock_fd "${RB_LOCK_FD}" "${P2P_DATA_DIR}" "another rebase"
 }
 
 # rebase_workspace TAG: RB_DIR, empty. Kept after a reject (the work tree for

@@ -68,6 +68,7 @@ pipeline_install() {
     install_all "${tag}"
     return 0
   fi
+  [[ -n ${P2P_ROOT} ]] && args+=(--root "${P2P_ROOT}")
   if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
     args+=(--userspace keep)
   else
@@ -82,6 +83,7 @@ pipeline_install() {
   [[ -n ${P2P_RUN_SHA256} ]] && args+=(--run-sha256 "${P2P_RUN_SHA256}")
   [[ ${P2P_VERBOSE} -eq 1 ]] && args+=(--verbose)
   [[ ${P2P_YES} -eq 1 ]] && args+=(--yes)
+  [[ ${P2P_LOCK_WAIT} -gt 0 ]] && args+=(--lock-wait "${P2P_LOCK_WAIT}")
   lock_release
   stage install "as root: sudo $0 ${args[*]}"
   sudo -- "$0" "${args[@]}"
@@ -271,6 +273,7 @@ Global options:
                     (default: ${XDG_CACHE_HOME:-~/.cache}/nvidia-p2p)
   --work-dir DIR    patched trees, builds (default: <cache-dir>/work)
   --root DIR        install into DIR instead of / (staging, packaging, tests)
+  --lock-wait SECS  wait up to SECS for another run's lock (default: exit 11 at once)
   --dry-run         print every step, change nothing
   --yes, -y         do not ask for confirmation
   --verbose, -v     show command output and details

@@ -41,7 +41,7 @@ exit_code_table() {
     "${EX_BUILD}" "kbuild failed, or the built modules failed their checks" \
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
-    "${EX_LOCKED}" "another build.sh run holds the lock" \
+    "${EX_LOCKED}" "another build.sh run holds the lock (still, after --lock-wait SECONDS)" \
     "${EX_MISMATCH}" "userspace driver version would differ from the module version" \
     "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
     "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
@@ -239,6 +239,22 @@ install_traps() {
   trap on_signal INT TERM
 }
 
+# Seconds a run waits for a lock another run holds (--lock-wait); 0: exit 11
+# at once.
+P2P_LOCK_WAIT=0
+
+# lock_fd FD FILE WHO: the exclusive lock on FD (open on FILE), waiting up to
+# P2P_LOCK_WAIT seconds, with a progress line; exit 11 naming WHO while held.
+lock_fd() {
+  local fd=$1 file=$2 who=$3
+  flock -n "${fd}" && return 0
+  [[ ${P2P_LOCK_WAIT} -gt 0 ]] ||
+    die "${EX_LOCKED}" "${who} holds the lock ${file}; wait for it to finish, or pass --lock-wait SECONDS"
+  stage lock "${who} holds ${file}; waiting up to ${P2P_LOCK_WAIT} s"
+  flock -w "${P2P_LOCK_WAIT}" "${fd}" ||
+    die "${EX_LOCKED}" "${who} holds the lock ${file} still, after ${P2P_LOCK_WAIT} s (--lock-wait)"
+}
+
 # lock_acquire DIR: one build.sh run at a time per cache directory.
 P2P_LOCK_FD=""
 lock_acquire() {
@@ -246,9 +262,7 @@ lock_acquire() {
   [[ -n ${P2P_LOCK_FD} ]] && return 0
   mkdir -p "${dir}"
   exec {P2P_LOCK_FD}>"${dir}/build.lock"
-  if ! flock -n "${P2P_LOCK_FD}"; then
-    die "${EX_LOCKED}" "another build.sh run holds the lock ${dir}/build.lock; wait for it to finish"
-  fi
+  lock_fd "${P2P_LOCK_FD}" "${dir}/build.lock" "another build.sh run"
 }
 
 confirm() {

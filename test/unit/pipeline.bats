@@ -99,7 +99,7 @@ STUB
   assert_output 0
 }
 
-@test "as a normal user the install step goes through sudo, with the cache lock handed over" {
+@test "as a normal user the install step goes through sudo, with the cache lock handed over, into the same --root" {
   as_user
   stub sudo - <<<'shift; exec "$@"'
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
@@ -107,18 +107,19 @@ STUB
   # root check refuses: what matters here is the hand-over.
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --userspace run --run ${RUNFILE}"
+  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --userspace run --run ${RUNFILE}"
 }
 
-@test "through sudo, --no-dkms, --nvlink and the signing options are handed to the install step" {
+@test "through sudo, --no-dkms, --nvlink, the signing options and --lock-wait are handed to the install step" {
   as_user
   stub sudo - <<<'shift; exec "$@"'
   make_key_pair "${BATS_TEST_TMPDIR}/keys" user
-  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache \
+  run_build --root "${ROOT}" --yes --lock-wait 60 "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache \
     --no-dkms --nvlink off --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
   assert_output --partial "--no-dkms --nvlink off --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
+  assert_output --partial "--yes --lock-wait 60"
 }
 
 @test "a normal user without sudo is refused before any work (10)" {
