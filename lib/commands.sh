@@ -122,17 +122,18 @@ EOF
 }
 
 cmd_list() {
-  local extra="" tag fam src run
+  local extra="" tag fam src run width=8
   local -a families=()
   parse_stage_args list extra "$@"
   [[ -z ${extra} ]] || die "${EX_USAGE}" "list takes no tag"
   versions_load
   for tag in "${V_TAGS[@]}"; do
     [[ " ${families[*]-} " == *" ${V_FAMILY[${tag}]} "* ]] || families+=("${V_FAMILY[${tag}]}")
+    [[ ${#V_TESTED[${tag}]} -le ${width} ]] || width=${#V_TESTED[${tag}]}
   done
   for fam in "${families[@]}"; do
     list_family "${fam}"
-    printf '  %-12s %-52s %-7s %s\n' TAG VERIFIED SOURCE RUN
+    printf '  %-12s %-*s %-7s %s\n' TAG "${width}" VERIFIED SOURCE RUN
     for tag in "${V_TAGS[@]}"; do
       [[ ${V_FAMILY[${tag}]} == "${fam}" ]] || continue
       src=no
@@ -140,7 +141,7 @@ cmd_list() {
       run=no
       [[ -f $(cache_run_file "${tag}") ]] && run=cached
       [[ ${V_RUN_SHA[${tag}]} == unknown && ${run} == no ]] && run="sha256 unknown"
-      printf '  %-12s %-52s %-7s %s\n' "${tag}" "${V_TESTED[${tag}]}" "${src}" "${run}"
+      printf '  %-12s %-*s %-7s %s\n' "${tag}" "${width}" "${V_TESTED[${tag}]}" "${src}" "${run}"
     done
   done
 }

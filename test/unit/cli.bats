@@ -92,6 +92,12 @@ setup() {
   done <"${REPO_ROOT}/versions.conf"
   assert_equal "$(grep -c -E '^  [0-9]{3}\.' <<<"${output}")" "${n}"
   assert_line --regexp '^  TAG +VERIFIED +SOURCE +RUN$'
+  # One column each: SOURCE starts at the same place on every line, the
+  # longest VERIFIED included.
+  local col
+  col=$(awk '$1 == "TAG" { print index($0, "SOURCE") }' <<<"${output}" | sort -u)
+  assert_equal "$(wc -l <<<"${col}")" 1
+  assert_equal "$(awk -v c="${col}" '/^  [0-9][0-9][0-9]\./ { print substr($0, c - 1) ~ /^ (no|cached) / ? "ok" : $1 }' <<<"${output}" | sort -u)" ok
 }
 
 @test "check succeeds for every tag in versions.conf and lists its patches" {
