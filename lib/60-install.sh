@@ -121,8 +121,33 @@ cmd_install() {
   nvlink_mode "${tag}" >/dev/null
   static_bar1_check "${tag}"
   resolve_install_kernel
+  cache_lock_if_made
   install_preflight "${tag}"
   install_all "${tag}"
+}
+
+# state_lock: one install or uninstall at a time per root (the state
+# directory's lock; a run holding its cache's lock takes this one too).
+P2P_STATE_LOCK_FD=""
+state_lock() {
+  local dir
+  [[ ${P2P_DRY_RUN} -eq 0 && -z ${P2P_STATE_LOCK_FD} ]] || return 0
+  dir=$(p2p_state_dir)
+  mkdir -p "${dir}"
+  exec {P2P_STATE_LOCK_FD}>"${dir}/build.lock"
+  lock_fd "${P2P_STATE_LOCK_FD}" "${dir}/build.lock" "another build.sh run"
+}
+
+# cache_lock_if_made: install reads what build left in the work directory; a
+# build of the same tag must not replace it meanwhile, so install holds the
+# cache's lock too (the pipeline's sudo hand-over releases it for this). Only
+# a lock file a build made: root creates nothing in a user's cache.
+cache_lock_if_made() {
+  local file=${P2P_CACHE_DIR}/build.lock fd
+  [[ ${P2P_DRY_RUN} -eq 0 && -z ${P2P_LOCK_FD} && -f ${file} ]] || return 0
+  { exec {fd}<"${file}"; } 2>/dev/null || return 0
+  P2P_LOCK_FD=${fd}
+  lock_fd "${fd}" "${file}" "another build.sh run"
 }
 
 resolve_install_kernel() {
@@ -178,7 +203,7 @@ install_all() {
   local tag=$1 m what
   local moddir
   moddir=$(p2p_moddir "${P2P_KREL}")
-  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  state_lock
   if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
     what="for kernel ${P2P_KREL}"
   else
@@ -463,7 +488,7 @@ cmd_uninstall() {
   dtags=${dtags% }
   [[ ${#kernels[@]} -gt 0 || -n ${dtags} ]] ||
     die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
-  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
+  state_lock
   confirm "Remove ${P2P_NAME}${dtags:+ (DKMS module ${DKMS_MODULE}/${dtags})}${kernels[*]:+ for kernel(s) ${kernels[*]}}?"
   txn_begin "uninstall"
   P2P_KERNELS=()

@@ -4,8 +4,9 @@
 
 help_all() {
   cat <<'EOF'
-Usage: build.sh <tag> [--kernel KVER] [--source PATH] [--run FILE] [--run-sha256 HEX]
-                      [--userspace auto|keep|run] [--no-ccache] [--no-dkms]
+Usage: build.sh <tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--run FILE]
+                      [--run-sha256 HEX] [--userspace auto|keep|run | --no-userspace]
+                      [--no-ccache] [--no-dkms]
                       [--nvlink keep|off] [--force-static-bar1 ADDR[,ADDR...]]
                       [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
@@ -61,7 +62,7 @@ cmd_all() {
 # the cache lock handed over (released here, taken again by the child).
 pipeline_install() {
   local tag=$1
-  local -a args=(install "${tag}" --kernel "${P2P_KREL}" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}")
+  local -a args=(install "${tag}" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}")
   if [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root; then
     [[ ${P2P_DRY_RUN} -eq 1 ]] && ! is_root && printf 'would run the install step as root, through sudo\n'
     install_preflight "${tag}"
@@ -69,6 +70,10 @@ pipeline_install() {
     return 0
   fi
   [[ -n ${P2P_ROOT} ]] && args+=(--root "${P2P_ROOT}")
+  # The kernel as this process has it: --no-dkms installs the modules built
+  # for P2P_KREL; DKMS builds for the --kernel given, else for every kernel
+  # with headers (and no --kernel is given then, as when run as root).
+  [[ -n ${P2P_KERNEL} || ${P2P_NO_DKMS} -eq 1 ]] && args+=(--kernel "${P2P_KREL}")
   if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
     args+=(--userspace keep)
   else
@@ -213,6 +218,10 @@ see `verify/p2p-verify --help` and verify/README.md. When P2P fails (20, 21,
 23) it points to `build.sh doctor --verify`, which says why.
 
   --build-only   only compile the tool
+
+build.sh's global options (--verbose/-v, --help/-h, --dry-run...) are taken
+wherever they stand; p2p-verify's options of the same name go after `--`:
+  build.sh verify -- --verbose --json
 EOF
 }
 

@@ -33,7 +33,7 @@ exit_code_table() {
     "${EX_OK}" "success" \
     "${EX_FAIL}" "internal or unexpected error" \
     "${EX_USAGE}" "bad command line" \
-    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string" \
+    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1)" \
     "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
     "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
     "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch" \
@@ -42,7 +42,7 @@ exit_code_table() {
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
     "${EX_LOCKED}" "another build.sh run holds the lock (still, after --lock-wait SECONDS)" \
-    "${EX_MISMATCH}" "userspace driver version would differ from the module version" \
+    "${EX_MISMATCH}" "userspace driver version would differ from the module version, or cannot be told" \
     "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why)" \
     "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
     "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \

@@ -36,6 +36,19 @@ setup() {
   assert_output --partial "The whole pipeline"
 }
 
+@test "every option a command accepts is in its help" {
+  local c o opts
+  for c in all fetch patch build install package uninstall preflight rebase; do
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    opts=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[$2]}"' _ "${BUILD_SH}" "${c}")
+    run_build help "${c}"
+    assert_success
+    for o in ${opts}; do
+      grep -q -e "${o}\b" <<<"${output}" || fail "help ${c} does not name ${o}"
+    done
+  done
+}
+
 @test "help for an unknown topic fails with 2" {
   run_build help frobnicate
   assert_failure 2

@@ -82,6 +82,30 @@ assert_previous_state() {
   assert_previous_state
 }
 
+@test "install holds the cache's lock: a build of the cache waits for it, and it waits for a build (11 at once)" {
+  (
+    exec 9>"${CACHE}/build.lock"
+    flock 9
+    touch "${BATS_TEST_TMPDIR}/locked"
+    sleep 20
+  ) &
+  local holder=$!
+  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  install_fixture
+  kill "${holder}" 2>/dev/null || true
+  wait "${holder}" 2>/dev/null || true
+  assert_failure 11
+  assert_output --partial "another build.sh run holds the lock ${CACHE}/build.lock"
+  assert_previous_state
+}
+
+@test "install creates no lock file in a cache that has none (root writes nothing into a user's cache)" {
+  rm -f "${CACHE}/build.lock"
+  install_fixture
+  assert_success
+  assert_not_exist "${CACHE}/build.lock"
+}
+
 @test "install of a tag that was not built is refused (10)" {
   rm -rf "${WORK}/${FIXTURE_TAG}/modules-${FIXTURE_KREL}"
   install_fixture

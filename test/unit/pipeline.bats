@@ -107,7 +107,19 @@ STUB
   # root check refuses: what matters here is the hand-over.
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --userspace run --run ${RUNFILE}"
+  # No --kernel was given: DKMS builds for every kernel with headers, as the
+  # pipeline as root does, not for the running kernel only.
+  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --userspace run --run ${RUNFILE}"
+  refute_output --partial "--kernel"
+}
+
+@test "through sudo, a --kernel given to the pipeline is handed on" {
+  as_user
+  stub sudo - <<<'shift; exec "$@"'
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache --kernel "${FIXTURE_KREL}"
+  assert_failure 10
+  run grep '^sudo ' "${STUB_LOG}"
+  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --userspace run"
 }
 
 @test "through sudo, --no-dkms, --nvlink, the signing options and --lock-wait are handed to the install step" {
@@ -120,6 +132,27 @@ STUB
   run grep '^sudo ' "${STUB_LOG}"
   assert_output --partial "--no-dkms --nvlink off --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
   assert_output --partial "--yes --lock-wait 60"
+  # --no-dkms installs the modules built for this kernel: it is named.
+  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --userspace run"
+}
+
+@test "the pipeline as root takes the install state's lock too, beside the cache's (11 while another install holds it)" {
+  as_root
+  mkdir -p "${ROOT}/var/lib/nvidia-p2p"
+  (
+    exec 9>"${ROOT}/var/lib/nvidia-p2p/build.lock"
+    flock 9
+    touch "${BATS_TEST_TMPDIR}/locked"
+    sleep 20
+  ) &
+  local holder=$!
+  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-dkms --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  kill "${holder}" 2>/dev/null || true
+  wait "${holder}" 2>/dev/null || true
+  assert_failure 11
+  assert_output --partial "another build.sh run holds the lock ${ROOT}/var/lib/nvidia-p2p/build.lock"
+  assert_not_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p"
 }
 
 @test "a normal user without sudo is refused before any work (10)" {
