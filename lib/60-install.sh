@@ -87,8 +87,9 @@ changes (exit 15).
 
 The install is a transaction: what it replaces (DKMS's state and module
 directories too) is backed up first and restored on any failure or Ctrl-C.
-At the end the userspace version must equal the module version, or
-everything is rolled back. Asks for confirmation unless --yes is given
+At the end the userspace version must equal the module version, or the
+install is rolled back: all but NVIDIA's .run, which cannot be undone (the
+error says when it ran). Asks for confirmation unless --yes is given
 (without a terminal, --yes is required).
 EOF
 }

@@ -25,7 +25,8 @@ The whole pipeline for one driver tag:
                available, depmod override, P2P module options, depmod, initramfs
   7 userspace  kept (your distribution's packages of <tag>), or NVIDIA's .run
                with --no-kernel-modules; userspace version must equal the
-               module version, else everything is rolled back
+               module version, else the install is rolled back (all but
+               NVIDIA's .run, which cannot be undone: the error says so)
 Then it tells you what to do next (reboot or reload, then `build.sh verify`).
 Fetch, patch and build run as the calling user; install needs root (sudo is
 used when available). Options are those of the stage commands; see
@@ -282,7 +283,10 @@ Global options:
   --cache-dir DIR   verified sources, .run files, logs, ccache
                     (default: ${XDG_CACHE_HOME:-~/.cache}/nvidia-p2p)
   --work-dir DIR    patched trees, builds (default: <cache-dir>/work)
-  --root DIR        install into DIR instead of / (staging, packaging, tests)
+  --root DIR        install into DIR instead of / (staging, tests): modules, /etc,
+                    state, depmod; update-initramfs/dracut (when DIR/boot has an
+                    image) and NVIDIA's .run run on this system as they are, so
+                    stage with --no-userspace
   --lock-wait SECS  wait up to SECS for another run's lock (default: exit 11 at once)
   --dry-run         print every step, change nothing
   --yes, -y         do not ask for confirmation
