@@ -220,7 +220,7 @@ install_all() {
   stage install "modules into ${moddir}"
   txn_save "${moddir}"
   run rm -rf -- "${moddir}"
-  run mkdir -p -- "${moddir}"
+  txn_mkdir "${moddir}"
   for m in ${P2P_MODULES}; do
     run install -m 0644 -- "${P2P_MODULES_DIR}/${m}.ko" "${moddir}/${m}.ko"
     if command -v strip >/dev/null 2>&1; then
@@ -262,7 +262,7 @@ write_depmod_conf() {
   if [[ ! -d $(dirname "${conf}") ]]; then
     # Made here: uninstall removes it again (drop_created_dir).
     txn_save "$(created_dir_marker)"
-    mkdir -p "$(dirname "${conf}")" "$(p2p_state_dir)"
+    txn_mkdir "$(dirname "${conf}")"
     printf '%s\n' "$(dirname "${conf}")" >"$(created_dir_marker)"
   fi
   depmod_conf_text "${subdir}" >"${conf}"
@@ -291,7 +291,7 @@ write_modprobe_conf() {
     modprobe_conf_text "${tag}" | grep -v '^#' | sed 's/^/  /'
     return 0
   fi
-  mkdir -p "$(dirname "${conf}")"
+  txn_mkdir "$(dirname "${conf}")"
   modprobe_conf_text "${tag}" >"${conf}"
 }
 
@@ -430,9 +430,7 @@ refresh_module_index() {
   local -a depmod_cmd=(depmod -a)
   # depmod -b does not move the configuration directory; -C does.
   [[ -n ${P2P_ROOT} ]] && depmod_cmd+=(-b "${P2P_ROOT}" -C "${P2P_ROOT}/etc/depmod.d")
-  for f in "${P2P_ROOT}/lib/modules/${kver}"/modules.*; do
-    [[ -e ${f} ]] && txn_save "${f}"
-  done
+  txn_save_index "${P2P_ROOT}/lib/modules/${kver}"
   stage depmod "${kver}"
   run "${depmod_cmd[@]}" "${kver}" || die "${EX_INSTALL}" "depmod failed for ${kver}"
   initrd=$(initramfs_path "${kver}")
@@ -577,6 +575,35 @@ txn_save() {
   if [[ -e ${path} || -L ${path} ]]; then
     cp -a -- "${path}" "${TXN_DIR}/${n}" || die "${EX_INSTALL}" "cannot back up ${path}"
   fi
+}
+
+# txn_mkdir DIR: mkdir -p DIR; the topmost directory it makes is saved as
+# absent, so a rollback removes what it made.
+txn_mkdir() {
+  local dir=$1 top=""
+  [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
+  while [[ ! -e ${dir} && ${dir} == /* && ${dir} != / ]]; do
+    top=${dir}
+    dir=$(dirname "${dir}")
+  done
+  [[ -z ${top} ]] || txn_save "${top}"
+  mkdir -p -- "$1"
+}
+
+# The files depmod (kmod 30-34) writes into /lib/modules/<kver>.
+DEPMOD_FILES="modules.dep modules.dep.bin modules.alias modules.alias.bin modules.softdep modules.weakdep
+modules.symbols modules.symbols.bin modules.builtin.bin modules.builtin.alias.bin modules.devname"
+
+# txn_save_index DIR: the module index of the kernel directory DIR as it is,
+# the depmod files it lacks included (a rollback removes them again).
+txn_save_index() {
+  local dir=$1 f
+  for f in "${dir}"/modules.*; do
+    [[ -e ${f} ]] && txn_save "${f}"
+  done
+  for f in ${DEPMOD_FILES}; do
+    txn_save "${dir}/${f}"
+  done
 }
 
 # Restoring the saved modules.* files and initramfs restores the module index

@@ -112,13 +112,11 @@ dkms_run() {
 # txn_save_all_kernels: DKMS's removal of an older version touches every
 # kernel it was built for: their module directories and indexes are saved.
 txn_save_all_kernels() {
-  local d f
+  local d
   for d in "${P2P_ROOT}"/lib/modules/*; do
     [[ -d ${d} ]] || continue
     txn_save "${d}/${DKMS_DEST}"
-    for f in "${d}"/modules.*; do
-      [[ -e ${f} ]] && txn_save "${f}"
-    done
+    txn_save_index "${d}"
   done
   return 0
 }

@@ -131,7 +131,7 @@ sign_generate() {
     printf 'would run: openssl req -new -x509 -nodes -days 36500 -newkey rsa:2048 -keyout %s -outform DER -out %s\n' "${key}" "${cert}"
     return 0
   fi
-  mkdir -p "$(dirname "${key}")"
+  txn_mkdir "$(dirname "${key}")"
   (umask 077 && openssl req -new -x509 -nodes -days 36500 -newkey rsa:2048 \
     -subj "/CN=nvidia-p2p module signing key ($(hostname 2>/dev/null || echo host))/" \
     -addext "extendedKeyUsage=codeSigning" -keyout "${key}" -outform DER -out "${cert}") >/dev/null 2>&1 ||
@@ -148,7 +148,7 @@ sign_dkms_conf() {
     printf 'would write %s: mok_signing_key=%s mok_certificate=%s\n' "${conf}" "${P2P_SIGN_KEY}" "${P2P_SIGN_CERT}"
     return 0
   fi
-  mkdir -p "$(dirname "${conf}")"
+  txn_mkdir "$(dirname "${conf}")"
   {
     printf '# Installed by %s build.sh: DKMS signs modules with this key pair.\n' "${P2P_NAME}"
     printf 'mok_signing_key="%s"\n' "${P2P_SIGN_KEY#"${P2P_ROOT}"}"

@@ -140,6 +140,20 @@ assert_previous_state() {
   assert_previous_state
 }
 
+@test "a rollback removes what the install made where nothing was: directories, depmod's index files" {
+  local k="${ROOT}/lib/modules/${FIXTURE_KREL}"
+  rm -rf "${ROOT}/etc/modprobe.d" "${ROOT}/etc/depmod.d" "${k}/updates" "${k}"/modules.*
+  local before
+  before=$(cd "${ROOT}" && find . | LC_ALL=C sort)
+  FAKE_DEPMOD_INDEX=1 STANDIN_FAIL=1 install_fixture
+  assert_failure 9
+  assert_output --partial "rolled back"
+  # The state directory stays, with the install lock in it (and /var/lib).
+  local -a state=(-e ./var -e ./var/lib -e ./var/lib/nvidia-p2p -e ./var/lib/nvidia-p2p/build.lock)
+  assert_equal "$(cd "${ROOT}" && find . | LC_ALL=C sort | grep -v -x -F "${state[@]}")" \
+    "$(grep -v -x -F "${state[@]}" <<<"${before}")"
+}
+
 @test "a .run that installs another userspace version rolls back (12): no version mismatch is left" {
   STANDIN_VERSION=999.10.02 install_fixture
   assert_failure 12
