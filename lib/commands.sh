@@ -90,8 +90,11 @@ pipeline_install() {
   [[ ${P2P_VERBOSE} -eq 1 ]] && args+=(--verbose)
   [[ ${P2P_YES} -eq 1 ]] && args+=(--yes)
   [[ ${P2P_LOCK_WAIT} -gt 0 ]] && args+=(--lock-wait "${P2P_LOCK_WAIT}")
-  lock_release
   stage install "as root: sudo $0 ${args[*]}"
+  # Asked for the password while this run still holds the cache's lock, so
+  # no other run takes it while sudo waits for the user.
+  sudo -v || die "${EX_PREFLIGHT}" "sudo refused; the install step needs root: sudo $0 ${args[*]}"
+  lock_release
   sudo -- "$0" "${args[@]}"
 }
 

@@ -111,6 +111,18 @@ STUB
   # pipeline as root does, not for the running kernel only.
   assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --userspace run --run ${RUNFILE}"
   refute_output --partial "--kernel"
+  # The password is asked for first (sudo -v), while the cache is still locked.
+  assert_line --index 0 "sudo -v"
+}
+
+@test "through sudo: a sudo that refuses stops before the hand-over (10), naming the command" {
+  as_user
+  stub sudo - <<<'[ "$1" = -v ] && exit 1; shift; exec "$@"'
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
+  assert_failure 10
+  assert_output --partial "sudo refused; the install step needs root: sudo ${BUILD_SH} install ${FIXTURE_TAG}"
+  run grep -c -- '^sudo -- ' "${STUB_LOG}"
+  assert_output 0
 }
 
 @test "through sudo, a --kernel given to the pipeline is handed on" {
