@@ -117,7 +117,11 @@ STUB
 
 @test "through sudo: a sudo that refuses stops before the hand-over (10), naming the command" {
   as_user
-  stub sudo - <<<'[ "$1" = -v ] && exit 1; shift; exec "$@"'
+  stub sudo - <<'STUB'
+[ "$1" = -v ] && exit 1
+shift
+exec "$@"
+STUB
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
   assert_failure 10
   assert_output --partial "sudo refused; the install step needs root: sudo ${BUILD_SH} install ${FIXTURE_TAG}"
