@@ -393,6 +393,26 @@ case "$1" in -r) echo "${FIXTURE_KREL}" ;; *) echo Linux ;; esac
 STUB
 }
 
+# hold_lock FILE SECONDS: another run holding the lock FILE for SECONDS (its
+# pid in HOLDER); returns once the lock is held. release_lock ends it early.
+hold_lock() {
+  mkdir -p "$(dirname "$1")"
+  rm -f "${BATS_TEST_TMPDIR}/locked"
+  (
+    exec 9>"$1"
+    flock 9
+    touch "${BATS_TEST_TMPDIR}/locked"
+    sleep "$2"
+  ) &
+  HOLDER=$!
+  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+}
+
+release_lock() {
+  kill "${HOLDER}" 2>/dev/null || true
+  wait "${HOLDER}" 2>/dev/null || true
+}
+
 # stub_dkms: the dkms stand-in (test/fixtures/dkms) first on PATH; it logs
 # its arguments to $STUB_LOG itself.
 stub_dkms() {

@@ -278,53 +278,30 @@ STUB
 }
 
 @test "a second concurrent run is refused by the lock (11)" {
-  mkdir -p "${CACHE}"
-  (
-    exec 9>"${CACHE}/build.lock"
-    flock 9
-    touch "${BATS_TEST_TMPDIR}/locked"
-    sleep 5
-  ) &
-  local holder=$!
-  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  hold_lock "${CACHE}/build.lock" 5
   run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
-  kill "${holder}" 2>/dev/null || true
-  wait "${holder}" 2>/dev/null || true
+  release_lock
   assert_failure 11
   assert_output --partial "another build.sh run holds the lock"
   assert_output --partial "or pass --lock-wait SECONDS"
   assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
 }
 
-# hold_lock SECONDS: another run's lock on the cache for SECONDS (HOLDER: its pid).
-hold_lock() {
-  mkdir -p "${CACHE}"
-  (
-    exec 9>"${CACHE}/build.lock"
-    flock 9
-    touch "${BATS_TEST_TMPDIR}/locked"
-    sleep "$1"
-  ) &
-  HOLDER=$!
-  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
-}
-
 @test "--lock-wait: the second run waits for the first, says so, then runs" {
-  hold_lock 2
+  hold_lock "${CACHE}/build.lock" 2
   run_build --lock-wait 30 fetch "${FIXTURE_TAG}" --source "${FIX}/upstream"
-  wait "${HOLDER}" 2>/dev/null || true
+  release_lock
   assert_success
   assert_output --partial "another build.sh run holds ${CACHE}/build.lock; waiting up to 30 s"
   assert_dir_exist "${CACHE}/src/${FIXTURE_TAG}"
 }
 
 @test "--lock-wait: still held when the wait ends: 11, nothing fetched; a bad value is a usage error" {
-  hold_lock 10
+  hold_lock "${CACHE}/build.lock" 10
   SECONDS=0
   run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --lock-wait=1
   local took=${SECONDS}
-  kill "${HOLDER}" 2>/dev/null || true
-  wait "${HOLDER}" 2>/dev/null || true
+  release_lock
   assert_failure 11
   assert_output --partial "holds the lock ${CACHE}/build.lock still, after 1 s (--lock-wait)"
   [[ ${took} -lt 8 ]]

@@ -83,17 +83,9 @@ assert_previous_state() {
 }
 
 @test "install holds the cache's lock: a build of the cache waits for it, and it waits for a build (11 at once)" {
-  (
-    exec 9>"${CACHE}/build.lock"
-    flock 9
-    touch "${BATS_TEST_TMPDIR}/locked"
-    sleep 20
-  ) &
-  local holder=$!
-  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  hold_lock "${CACHE}/build.lock" 20
   install_fixture
-  kill "${holder}" 2>/dev/null || true
-  wait "${holder}" 2>/dev/null || true
+  release_lock
   assert_failure 11
   assert_output --partial "another build.sh run holds the lock ${CACHE}/build.lock"
   assert_previous_state

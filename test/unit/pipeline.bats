@@ -154,18 +154,9 @@ STUB
 
 @test "the pipeline as root takes the install state's lock too, beside the cache's (11 while another install holds it)" {
   as_root
-  mkdir -p "${ROOT}/var/lib/nvidia-p2p"
-  (
-    exec 9>"${ROOT}/var/lib/nvidia-p2p/build.lock"
-    flock 9
-    touch "${BATS_TEST_TMPDIR}/locked"
-    sleep 20
-  ) &
-  local holder=$!
-  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  hold_lock "${ROOT}/var/lib/nvidia-p2p/build.lock" 20
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-dkms --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache
-  kill "${holder}" 2>/dev/null || true
-  wait "${holder}" 2>/dev/null || true
+  release_lock
   assert_failure 11
   assert_output --partial "another build.sh run holds the lock ${ROOT}/var/lib/nvidia-p2p/build.lock"
   assert_not_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/nvidia-p2p"
