@@ -183,13 +183,6 @@ abs_path() {
   esac
 }
 
-lock_release() {
-  if [[ -n ${P2P_LOCK_FD} ]]; then
-    exec {P2P_LOCK_FD}>&-
-    P2P_LOCK_FD=""
-  fi
-}
-
 # main ARGS: global options anywhere; then a command, or a tag for the pipeline.
 main() {
   local -a rest=()

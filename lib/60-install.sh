@@ -127,28 +127,12 @@ cmd_install() {
   install_all "${tag}"
 }
 
-# state_lock: one install or uninstall at a time per root (the state
-# directory's lock; a run holding its cache's lock takes this one too).
-P2P_STATE_LOCK_FD=""
-state_lock() {
-  local dir
-  [[ ${P2P_DRY_RUN} -eq 0 && -z ${P2P_STATE_LOCK_FD} ]] || return 0
-  dir=$(p2p_state_dir)
-  mkdir -p "${dir}"
-  exec {P2P_STATE_LOCK_FD}>"${dir}/build.lock"
-  lock_fd "${P2P_STATE_LOCK_FD}" "${dir}/build.lock" "another build.sh run"
-}
-
 # cache_lock_if_made: install reads what build left in the work directory; a
 # build of the same tag must not replace it meanwhile, so install holds the
-# cache's lock too (the pipeline's sudo hand-over releases it for this). Only
-# a lock file a build made: root creates nothing in a user's cache.
+# cache's lock too (the pipeline's sudo hand-over releases it for this), where
+# a build made the lock file.
 cache_lock_if_made() {
-  local file=${P2P_CACHE_DIR}/build.lock fd
-  [[ ${P2P_DRY_RUN} -eq 0 && -z ${P2P_LOCK_FD} && -f ${file} ]] || return 0
-  { exec {fd}<"${file}"; } 2>/dev/null || return 0
-  P2P_LOCK_FD=${fd}
-  lock_fd "${fd}" "${file}" "another build.sh run"
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "${P2P_CACHE_DIR}" existing
 }
 
 resolve_install_kernel() {
@@ -204,7 +188,7 @@ install_all() {
   local tag=$1 m what
   local moddir
   moddir=$(p2p_moddir "${P2P_KREL}")
-  state_lock
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
   if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
     what="for kernel ${P2P_KREL}"
   else
@@ -487,7 +471,7 @@ cmd_uninstall() {
   dtags=${dtags% }
   [[ ${#kernels[@]} -gt 0 || -n ${dtags} ]] ||
     die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
-  state_lock
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
   confirm "Remove ${P2P_NAME}${dtags:+ (DKMS module ${DKMS_MODULE}/${dtags})}${kernels[*]:+ for kernel(s) ${kernels[*]}}?"
   txn_begin "uninstall"
   P2P_KERNELS=()

@@ -94,7 +94,7 @@ pipeline_install() {
   # Asked for the password while this run still holds the cache's lock, so
   # no other run takes it while sudo waits for the user.
   sudo -v || die "${EX_PREFLIGHT}" "sudo refused; the install step needs root: sudo $0 ${args[*]}"
-  lock_release
+  lock_release "${P2P_CACHE_DIR}"
   sudo -- "$0" "${args[@]}"
 }
 

@@ -255,14 +255,33 @@ lock_fd() {
     die "${EX_LOCKED}" "${who} holds the lock ${file} still, after ${P2P_LOCK_WAIT} s (--lock-wait)"
 }
 
-# lock_acquire DIR: one build.sh run at a time per cache directory.
-P2P_LOCK_FD=""
+# The locks this run holds: directory -> descriptor of its build.lock.
+declare -gA P2P_LOCKS=()
+
+# lock_acquire DIR [existing]: one build.sh run at a time per DIR (the cache
+# directory, the install state directory). A lock this run holds already is
+# kept. With "existing", only a build.lock that is there, opened read-only:
+# root makes nothing in a user's cache.
 lock_acquire() {
-  local dir=$1
-  [[ -n ${P2P_LOCK_FD} ]] && return 0
-  mkdir -p "${dir}"
-  exec {P2P_LOCK_FD}>"${dir}/build.lock"
-  lock_fd "${P2P_LOCK_FD}" "${dir}/build.lock" "another build.sh run"
+  local dir=$1 fd
+  [[ -n ${P2P_LOCKS[${dir}]:-} ]] && return 0
+  if [[ ${2:-} == existing ]]; then
+    [[ -f ${dir}/build.lock ]] || return 0
+    { exec {fd}<"${dir}/build.lock"; } 2>/dev/null || return 0
+  else
+    mkdir -p "${dir}"
+    exec {fd}>"${dir}/build.lock"
+  fi
+  P2P_LOCKS[${dir}]=${fd}
+  lock_fd "${fd}" "${dir}/build.lock" "another build.sh run"
+}
+
+# lock_release DIR: give DIR's lock up (the pipeline's hand-over to sudo).
+lock_release() {
+  local fd=${P2P_LOCKS[$1]:-}
+  [[ -n ${fd} ]] || return 0
+  exec {fd}>&-
+  P2P_LOCKS[$1]=""
 }
 
 confirm() {
