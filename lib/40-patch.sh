@@ -15,8 +15,12 @@
 # It is then left out for a tag whose pristine source has <string> in <file>
 # (release order is not version order: a fix can be in 580.94.16 and not in
 # 580.95.05), or has no <file> at all: the code the patch fixes is not there
-# (535.54.03 has no libspdm_shash.c for compat-0008 to fix). p2p-* patches are
-# never left out that way.
+# (535.54.03 has no libspdm_shash.c for compat-0008 to fix). A compat patch
+# whose code exists only in some tags of its family says so with
+#   X-Applies-If: <file> <string>
+# and is left out for a tag whose pristine source lacks <string> in <file>
+# (compat-0011 of 580-590 needs the CDMM pagemap, which 580.65.06 .. 580.82.09
+# do not have). p2p-* patches are never left out either way.
 
 readonly PATCH_NAME_RE='^(compat|p2p)-[0-9]{4}-[a-z0-9][a-z0-9.-]*\.patch$'
 readonly PATCHED_STAMP=".nvidia-p2p-patched"
@@ -89,6 +93,7 @@ family_patches() {
       [[ -z ${dropped[${name}]+x} ]] ||
         die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has ${name} and also names it in ${DROPPED_FILE}"
       applied_upstream_check "${dir}/${name}" >/dev/null
+      applies_if_check "${dir}/${name}" >/dev/null
       printf '%s\n' "${name}"
     elif [[ -z ${dropped[${name}]+x} ]]; then
       die "${EX_DATA}" "family ${V_FAMILY[${tag}]} lacks ${name} and does not say why in ${dir}/${DROPPED_FILE}"
@@ -120,14 +125,37 @@ family_dropped() {
 # applied_upstream_check PATCHFILE: "<file> <string>" from the patch's
 # X-Applied-Upstream-If header field, or nothing.
 applied_upstream_check() {
-  local patch=$1 line
-  line=$(sed -n -E '/^--- /q; s/^X-Applied-Upstream-If:[[:space:]]*//p' "${patch}" | head -n 1)
+  header_check "$1" X-Applied-Upstream-If
+}
+
+# applies_if_check PATCHFILE: "<file> <string>" from the patch's X-Applies-If
+# header field, or nothing.
+applies_if_check() {
+  header_check "$1" X-Applies-If
+}
+
+# header_check PATCHFILE FIELD: "<file> <string>" from FIELD of the patch's
+# DEP-3 header (compat patches only), or nothing.
+header_check() {
+  local patch=$1 field=$2 line
+  line=$(sed -n -E "/^--- /q; s/^${field}:[[:space:]]*//p" "${patch}" | head -n 1)
   [[ -n ${line} ]] || return 0
   [[ ${patch##*/} == compat-* ]] ||
-    die "${EX_DATA}" "${patch}: X-Applied-Upstream-If is for compat patches only; a p2p patch is never left out silently"
+    die "${EX_DATA}" "${patch}: ${field} is for compat patches only; a p2p patch is never left out silently"
   [[ ${line} =~ ^[A-Za-z0-9._/+-]+[[:space:]]+[^[:space:]]+$ ]] ||
-    die "${EX_DATA}" "${patch}: X-Applied-Upstream-If needs '<file> <string>', found '${line}'"
+    die "${EX_DATA}" "${patch}: ${field} needs '<file> <string>', found '${line}'"
   printf '%s\n' "${line}"
+}
+
+# lacks_code SRC PATCHFILE: true when the patch's X-Applies-If names code SRC
+# does not have (the file, or the string in it).
+lacks_code() {
+  local src=$1 check file string
+  check=$(applies_if_check "$2") || exit "$?"
+  [[ -n ${check} ]] || return 1
+  read -r file string <<<"${check}"
+  [[ -e ${src}/${file} ]] || return 0
+  ! grep -q -F -- "${string}" "${src}/${file}"
 }
 
 # upstream_has SRC PATCHFILE: true when SRC already carries the fix PATCHFILE
@@ -150,7 +178,7 @@ tag_series() {
   names=$(family_patches "${tag}") || exit "$?"
   while IFS= read -r name; do
     [[ -n ${name} ]] || continue
-    upstream_has "${src}" "${dir}/${name}" || printf '%s\n' "${name}"
+    upstream_has "${src}" "${dir}/${name}" || lacks_code "${src}" "${dir}/${name}" || printf '%s\n' "${name}"
   done <<<"${names}"
 }
 
@@ -160,7 +188,7 @@ family_files() {
   dir=$(family_dir "$1")
   {
     sed -n -E 's|^\+\+\+ b/||p' "${dir}"/*.patch 2>/dev/null
-    sed -n -E 's/^X-Applied-Upstream-If:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}"/*.patch 2>/dev/null
+    sed -n -E 's/^X-(Applied-Upstream|Applies)-If:[[:space:]]*([^[:space:]]+).*/\2/p' "${dir}"/*.patch 2>/dev/null
     sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*([^[:space:]]+).*/\1/p' "${dir}/modprobe.conf"
   } | sort -u | while IFS= read -r name; do
     [[ -n ${name} ]] && printf '%s\n' "${name}"

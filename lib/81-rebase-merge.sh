@@ -190,7 +190,12 @@ rebase_classify() {
   for name in "${RB_NAMES[@]+"${RB_NAMES[@]}"}"; do
     if [[ -z ${inseries[${name}]+x} ]]; then
       check=$(applied_upstream_check "${dir}/${name}")
-      rb_set "${name}" left-out "${tag} already has the fix: ${check% *} has '${check#* }' (X-Applied-Upstream-If)"
+      if [[ -n ${check} ]] && upstream_has "${RB_DIR}/src" "${dir}/${name}"; then
+        rb_set "${name}" left-out "${tag} already has the fix: ${check% *} has '${check#* }' (X-Applied-Upstream-If)"
+      else
+        check=$(applies_if_check "${dir}/${name}")
+        rb_set "${name}" left-out "${tag} lacks the code it changes: ${check% *} has no '${check#* }' (X-Applies-If)"
+      fi
       continue
     fi
     printf '%s\n' "${name}" >>"${RB_DIR}/applied.series"
@@ -355,7 +360,12 @@ rebase_write_family() {
     [[ ! -f ${new}/${DROPPED_FILE} ]] || grep -v '^#: ' "${new}/${DROPPED_FILE}" || true
     for name in "${RB_NAMES[@]+"${RB_NAMES[@]}"}"; do
       case ${RB_RESULT[${name}]} in
-      left-out) reason="upstream has it in ${tag}: ${RB_DETAIL[${name}]#* already has the fix: }; dropped by build.sh rebase ${tag}" ;;
+      left-out)
+        case ${RB_DETAIL[${name}]} in
+        *"(X-Applies-If)") reason="not applicable to ${tag}: ${RB_DETAIL[${name}]#* lacks the code it changes: }; dropped by build.sh rebase ${tag}" ;;
+        *) reason="upstream has it in ${tag}: ${RB_DETAIL[${name}]#* already has the fix: }; dropped by build.sh rebase ${tag}" ;;
+        esac
+        ;;
       upstream) reason="${tag} already holds its result (${RB_DETAIL[${name}]%%:*}); dropped by build.sh rebase ${tag}" ;;
       superseded) reason="superseded in ${tag}: ${RB_DETAIL[${name}]}; proof pending" ;;
       *) continue ;;

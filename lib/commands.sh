@@ -190,7 +190,7 @@ EOF
 }
 
 cmd_check() {
-  local tag="" patches dir name reason upstream
+  local tag="" patches dir name reason upstream needs
   parse_stage_args check tag "$@"
   require_tag "${tag}"
   dir=$(family_dir "${tag}")
@@ -201,7 +201,9 @@ cmd_check() {
   while IFS= read -r name; do
     [[ -n ${name} ]] || continue
     upstream=$(applied_upstream_check "${dir}/${name}") || exit "$?"
-    printf '  %s%s\n' "${name}" "${upstream:+  (left out where upstream has it: ${upstream})}"
+    needs=$(applies_if_check "${dir}/${name}") || exit "$?"
+    printf '  %s%s%s\n' "${name}" "${upstream:+  (left out where upstream has it: ${upstream})}" \
+      "${needs:+  (only where ${needs% *} has ${needs#* })}"
   done <<<"${patches}"
   while IFS=$'\t' read -r name reason; do
     [[ -n ${name} ]] && printf '  left out: %s: %s\n' "${name}" "${reason}"

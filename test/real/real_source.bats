@@ -33,16 +33,16 @@ load ../test_helper
 # Minutes: a 7.x chroot not made yet is not made when fewer are left before
 # the deadline than the matrix's reserve (12) and the shortest build in a
 # chroot (about 10) need: the matrix could not use it (CHROOT_NEW_MIN; making
-# one took 1-2 minutes here). The fuzz rebase round trip is a full build in a
+# one took 1-2 minutes here). The merge rebase round trip is a full build in a
 # work directory of its own (a fixed path, so ccache hits from one run to the
-# next): 3-3.5 minutes measured here with a warm ccache (REBASE_FUZZ_MIN, with
-# a margin), 17 with a cold one (REBASE_FUZZ_COLD_MIN: CI of 2026-11-25 ran
+# next): 3-3.5 minutes measured here with a warm ccache (REBASE_MERGE_MIN, with
+# a margin), 17 with a cold one (REBASE_MERGE_COLD_MIN: CI of 2026-11-25 ran
 # it at a path ccache had never seen and overran its deadline by 5 minutes).
-# REBASE_FUZZ_MARK in the cache says a run built at that path before.
+# REBASE_MERGE_MARK in the cache says a run built at that path before.
 CHROOT_NEW_MIN=25
-REBASE_FUZZ_MIN=8
-REBASE_FUZZ_COLD_MIN=18
-REBASE_FUZZ_MARK=rebase-fuzz-built
+REBASE_MERGE_MIN=8
+REBASE_MERGE_COLD_MIN=18
+REBASE_MERGE_MARK=rebase-merge-built
 
 setup_file() {
   export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
@@ -280,17 +280,19 @@ data_copy() {
   printf '%s\n' "${data}"
 }
 
-@test "rebase round trip: the newest tag, removed from a copy, comes back from the bundle, applies and compiles" {
+@test "rebase round trip: the newest tag of a family of several, removed from a copy, comes back from the bundle, fits, compiles" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   local data latest before after
   data=$(data_copy)
-  latest=$(grep -o -E '^[0-9]{3}\.[0-9.]+' "${data}/versions.conf" | sort -V | tail -n 1)
+  # (the newest tag of all, 595.71.05, has a family of its own: test/real/rebase_intake.bats)
+  latest=$(awk '/^[0-9]{3}\./ { n[$2]++; t[$1] = $2 } END { for (x in t) if (n[t[x]] > 1) print x }' "${data}/versions.conf" | sort -V | tail -n 1)
   before=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
   sed -i "/^${latest//./\\.} /d" "${data}/versions.conf"
   NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
     --work-dir "${BATS_TEST_TMPDIR}/work" rebase "${latest}" --source "${REAL_GIT}" --kernel "${K61}"
   assert_success
   assert_output --partial "rebase ${latest}: fits family"
+  assert_output --regexp "three-way base [0-9]{3}\."
   # The same family and pins (computed again from the tag), tested apply,compile.
   after=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
   assert_equal "${after}" "${before}"
@@ -310,31 +312,49 @@ data_copy() {
   assert_output --partial 'no "#define NV_REG_STR_RM_FORCE_P2P_TYPE_BAR1P2P 0x00000002"'
 }
 
-@test "rebase stops with the rejects where a manual port is needed: 595.45.04 without family 595" {
+@test "rebase needs a person where the P2P HAL moved: 595.45.04 without families 595 and 595.71, every patch reported" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   local data
   data=$(data_copy)
-  sed -i '/^595\./d' "${data}/versions.conf"
-  rm -rf "${data}/patches/595"
+  awk '$2 != "595" && $2 != "595.71"' "${REPO_ROOT}/versions.conf" >"${data}/versions.conf"
+  rm -rf "${data}/patches/595" "${data}/patches/595.71"
   NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
     --work-dir "${BATS_TEST_TMPDIR}/work" rebase 595.45.04 --source "${REAL_GIT}"
   assert_failure 7
-  assert_output --partial "family 580-590 does not apply: p2p-0001-bar1-p2p-hal-for-all-gpus.patch is rejected even with fuzz"
+  assert_output --partial "rebase 595.45.04: family 580-590 (three-way base 590.48.01), per patch:"
+  assert_line --regexp "^  p2p-0001-bar1-p2p-hal-for-all-gpus\.patch +conflict +does not merge with upstream's changes"
+  assert_line --regexp '^  p2p-0002-route-pcie-bar1-connections\.patch +applies '
+  assert_line --regexp '^  p2p-0007-no-p2p-without-static-bar1\.patch +applies '
+  assert_output --partial "a person is needed for p2p-0001-bar1-p2p-hal-for-all-gpus.patch"
   assert_output --partial "gone from g_virt_mem_allocator_nvoc.c: dmaAllocBar1P2PMapping_46f6a7"
   assert_output --partial "The work tree is kept for a manual port"
-  assert_file_exist "${BATS_TEST_TMPDIR}/work/rebase-595.45.04/tree/src/nvidia/generated/g_virt_mem_allocator_nvoc.c.rej"
+  assert_file_exist "${BATS_TEST_TMPDIR}/work/rebase-595.45.04/rejects/p2p-0001-bar1-p2p-hal-for-all-gpus.patch/src/nvidia/generated/g_virt_mem_allocator_nvoc.c.rej"
   run grep -c '^595\.' "${data}/versions.conf"
   assert_output 0
 }
 
-@test "rebase fuzz round trip: 560.35.03 without family 555-560 gets a new family refreshed by quilt, built; its P2P changes equal 555-560's" {
+@test "rebase stops where the P2P mechanism moved: 565.57.01 without family 565 (the static BAR1 HAL entries changed)" {
+  [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
+  local data
+  data=$(data_copy)
+  awk '$2 != "565"' "${REPO_ROOT}/versions.conf" >"${data}/versions.conf"
+  rm -rf "${data}/patches/565"
+  NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \
+    --work-dir "${BATS_TEST_TMPDIR}/work" --dry-run rebase 565.57.01 --source "${REAL_GIT}"
+  assert_failure 7
+  assert_output --partial "the P2P mechanism family 555-560 relies on moved between 560.35.03 and 565.57.01:"
+  assert_output --partial "kbusIsBar1P2PCapable (HAL entry repointed by p2p-0001-bar1-p2p-hal-for-all-gpus) is gone from 565.57.01"
+  refute_output --partial "per patch:"
+}
+
+@test "rebase merge round trip: 560.35.03 without family 555-560 gets a new family by three-way merge, built; its P2P changes equal 555-560's" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   [[ -n ${K61} ]] || skip "no kernel headers installed"
-  local left tag=560.35.03 data before a b f need=${REBASE_FUZZ_MIN} work="${REAL_WORK}/rebase-fuzz"
-  [[ -f ${REAL_CACHE}/${REBASE_FUZZ_MARK} ]] || need=${REBASE_FUZZ_COLD_MIN}
+  local left tag=560.35.03 data before a b f need=${REBASE_MERGE_MIN} work="${REAL_WORK}/rebase-merge"
+  [[ -f ${REAL_CACHE}/${REBASE_MERGE_MARK} ]] || need=${REBASE_MERGE_COLD_MIN}
   left=$(minutes_left)
   [[ -z ${left} || ${left} -ge ${need} ]] ||
-    skip "time budget: ${left} min left before the deadline, the fuzz round trip needs ${need}"
+    skip "time budget: ${left} min left before the deadline, the merge round trip needs ${need}"
   rm -rf "${work}"
   data=$(data_copy)
   before=$(awk -v t="${tag}" '$1 == t { print $1, $3, $4, $5 }' "${data}/versions.conf")
@@ -343,15 +363,16 @@ data_copy() {
   NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${REAL_CACHE}" \
     --work-dir "${work}" rebase "${tag}" --source "${REAL_GIT}" --kernel "${K61}"
   assert_success
-  assert_output --partial "rebase    ${tag}: trying family 545-550 (nearest listed tag 550.163.01)"
-  assert_output --partial "rebase ${tag}: family 545-550 applies only with fuzz (p2p-0001-bar1-p2p-hal-for-all-gpus.patch): new family 560"
-  assert_output --partial "+X-Refreshed-From: family 545-550, by build.sh rebase ${tag}"
+  assert_output --partial "rebase    ${tag}: trying family 545-550 (nearest listed tag 550.163.01; three-way base 550.163.01)"
+  assert_line --regexp '^  p2p-0001-bar1-p2p-hal-for-all-gpus\.patch +merged +three-way merge on 550\.163\.01'
+  assert_output --partial "rebase ${tag}: family 545-550 needs changes for ${tag} (merged: p2p-0001; left-out: compat-0008, compat-0009, compat-0010): new family 560"
+  assert_output --partial "+X-Refreshed-From: family 545-550, three-way merge on 550.163.01, by build.sh rebase ${tag}"
   assert_output --partial "${tag} added to versions.conf (family 560, tested apply,compile,build:6.1)"
   assert_equal "$(awk -v t="${tag}" '$1 == t { print $1, $3, $4, $5, $2, $8 }' "${data}/versions.conf")" \
     "${before} 560 apply,compile,build:6.1"
   run modinfo -F version "${work}/${tag}/modules-${K61}/nvidia.ko"
   assert_output "${tag}"
-  : >"${REAL_CACHE}/${REBASE_FUZZ_MARK}"
+  : >"${REAL_CACHE}/${REBASE_MERGE_MARK}"
   # The refreshed p2p patches change the files they touch exactly as the
   # family maintained by hand does. (The compat patches were written per
   # family: the same conftest test, placed at other lines.)

@@ -185,6 +185,30 @@ add_header_field() {
   assert_output "p2p-0001-route.patch"
 }
 
+@test "X-Applies-If: a compat patch is left out where the code it changes is not there, applied where it is" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" \
+    'X-Applies-If: kernel-open/nvidia/nv-pci.c nv_resize_v2'
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run cat "${BATS_TEST_TMPDIR}/out/.pc/nvidia-p2p.series"
+  assert_output "p2p-0001-route.patch"
+  sed -i 's/^X-Applies-If: .*/X-Applies-If: kernel-open\/nvidia\/nv-pci.c nv_resize(void)/' \
+    "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out2"
+  assert_success
+  run cat "${BATS_TEST_TMPDIR}/out2/.pc/nvidia-p2p.series"
+  assert_output $'compat-0001-resize.patch\np2p-0001-route.patch'
+  run_build check "${FIXTURE_TAG}"
+  assert_output --partial "compat-0001-resize.patch  (only where kernel-open/nvidia/nv-pci.c has nv_resize(void))"
+}
+
+@test "X-Applies-If on a p2p patch is refused (4)" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" 'X-Applies-If: src/nvidia/kern_bus.c mailbox'
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 4
+  assert_output --partial "X-Applies-If is for compat patches only"
+}
+
 @test "X-Applied-Upstream-If on a p2p patch, or malformed, is refused (4)" {
   add_header_field "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch" \
     'X-Applied-Upstream-If: src/nvidia/kern_bus.c mailbox'
