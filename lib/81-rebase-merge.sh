@@ -350,13 +350,9 @@ rebase_changes_summary() {
 # provenance and per-patch table at its top (lines starting "#: "); the diff
 # to FAMILY on stdout.
 rebase_write_family() {
-  local tag=$1 family=$2 new="${RB_DIR}/family" name today reason f
-  today=$(date -u +%Y-%m-%d)
+  local tag=$1 family=$2 new="${RB_DIR}/family" name reason f
   {
-    printf '#: Family %s: written by build.sh rebase %s on %s from family %s\n' "${RB_NEW_FAMILY}" "${tag}" "${today}" "${family}"
-    printf '#: (three-way base %s). The DEP-3 headers and modprobe.conf are family\n' "${RB_BASE:-none}"
-    printf "#: %s's: where they name its tags, they speak of that family. Per patch:\\n" "${family}"
-    sed -n '2,$s/^  /#:   /p' "${RB_DIR}/table"
+    provenance "${tag}" "${family}"
     [[ ! -f ${new}/${DROPPED_FILE} ]] || grep -v '^#: ' "${new}/${DROPPED_FILE}" || true
     for name in "${RB_NAMES[@]+"${RB_NAMES[@]}"}"; do
       case ${RB_RESULT[${name}]} in
@@ -381,6 +377,15 @@ rebase_write_family() {
     diff -u --label "${family}/${f}" --label "${RB_NEW_FAMILY}/${f}" \
       "$(existing_or_null "${P2P_DATA_DIR}/patches/${family}/${f}")" "$(existing_or_null "${new}/${f}")" || true
   done < <({ ls -- "${P2P_DATA_DIR}/patches/${family}"; ls -- "${new}"; } | sort -u)
+}
+
+# provenance TAG FAMILY: the "#: " lines at the top of a new family's
+# dropped.conf: where it came from, and the per-patch table.
+provenance() {
+  printf '#: Family %s: written by build.sh rebase %s on %s from family %s\n' "${RB_NEW_FAMILY}" "$1" "$(date -u +%Y-%m-%d)" "$2"
+  printf '#: (three-way base %s). The DEP-3 headers and modprobe.conf are family\n' "${RB_BASE:-none}"
+  printf "#: %s's: where they name its tags, they speak of that family. Per patch:\\n" "$2"
+  sed -n '2,$s/^  /#:   /p' "${RB_DIR}/table"
 }
 
 existing_or_null() {
@@ -532,6 +537,9 @@ rebase_prove() {
   [[ -z $(rebase_conflict_names) ]] || { rebase_table "${tag}" "${RB_FAMILY_FROM}" >/dev/null && rebase_conflicts "${tag}" "${RB_FAMILY_FROM}"; }
   RB_PROVEN_BUILDS=$(for krel in "${!ok[@]}"; do printf 'build:%s\n' "$(kernel_series "${krel}")"; done | sort -u | paste -sd, -)
   rebase_table "${tag}" "${RB_FAMILY_FROM}" >/dev/null
+  # dropped.conf's table says what the proofs found
+  { provenance "${tag}" "${RB_FAMILY_FROM}" && grep -v '^#: ' "${RB_DIR}/family/${DROPPED_FILE}"; } >"${RB_DIR}/family/${DROPPED_FILE}.new"
+  mv -f -- "${RB_DIR}/family/${DROPPED_FILE}.new" "${RB_DIR}/family/${DROPPED_FILE}"
 }
 
 # rebase_staging_data TAG: RB_DIR/data, a data directory in which TAG is

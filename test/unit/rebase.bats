@@ -179,7 +179,7 @@ compat_since() {
   fixture_release "${UP}" 999.30.01 "${OWN_RESIZE}" kernel-open/nvidia/nv-pci.c
   FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
   assert_success
-  assert_output --partial "compat-0001-resize.patch                       superseded upstream changed the same lines itself (kernel-open/nvidia/nv-pci.c)"
+  assert_line --regexp '^  compat-0001-resize\.patch +superseded +upstream changed the same lines itself \(kernel-open/nvidia/nv-pci\.c\)$'
   assert_output --partial "prove     999.30.01 without compat-0001-resize.patch for ${FIXTURE_KREL}"
   local new="${NVP2P_DATA_DIR}/patches/999.30"
   assert_not_exist "${new}/compat-0001-resize.patch"
@@ -190,6 +190,9 @@ compat_since() {
   assert_output --regexp '^[1-9]'
   run grep '^999\.30\.01 ' "${NVP2P_DATA_DIR}/versions.conf"
   assert_output --regexp " apply,compile,build:6\.1$"
+  # dropped.conf's per-patch table says what the proof found
+  run grep -E '^#:   compat-0001-resize\.patch' "${new}/dropped.conf"
+  assert_output --partial "superseded upstream changed the same lines itself (kernel-open/nvidia/nv-pci.c); proven: "
 }
 
 @test "superseded: without a kernel of the patch's range at hand it cannot be proven: a person" {
