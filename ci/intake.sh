@@ -117,7 +117,7 @@ main() {
 write_summary() {
   local out=$1 body=$2 text
   text=$({
-    printf 'New upstream releases, taken in by %s (ci/intake.sh).\n\n```\n' '`build.sh rebase --new`'
+    printf 'New upstream releases, taken in by %s (ci/intake.sh).\n\n```\n' "\`build.sh rebase --new\`"
     sed -n '/^rebase --new: /,$p' "${out}"
     printf '```\n\nEach commit carries its per-patch table. Nothing here was pushed to %s; a\n' "${BASE}"
     printf 'release that needs a person is listed above and left out of the branch.\n'

@@ -21,6 +21,7 @@ preflight_fail() {
 preflight_pipeline() {
   local tag=$1 tool
   stage preflight "tools, kernel headers, root, Secure Boot, userspace driver"
+  doctor_works_now "${tag}" >&2
   for tool in git make gcc g++ quilt modinfo:kmod depmod:kmod tar; do
     command -v "${tool%%:*}" >/dev/null 2>&1 ||
       preflight_fail "${EX_PREFLIGHT}" "'${tool%%:*}' is required but not installed (Debian package: ${tool#*:})"
@@ -83,8 +84,10 @@ help_preflight() {
   cat <<'EOF'
 Usage: build.sh preflight [<tag>] [--kernel KVER]
 
-Report what matters for P2P on this machine, changing nothing: kernel headers,
-Secure Boot and signing, the loaded driver and the userspace driver version;
+Report what matters for P2P on this machine, changing nothing; first, when the
+loaded driver already gives every GPU pair P2P (nvidia-smi topo -p2p r and w
+OK, nothing found that stops it), that it does. Then kernel headers, Secure
+Boot and signing, the loaded driver and the userspace driver version;
 then, as "doctor:" lines, the NVIDIA GPUs (BAR1, VRAM) and doctor's findings
 that would stop P2P after an install (Resizable BAR, BAR1, IOMMU, ACS, nouveau,
 display, mixed models ...; with <tag>, also the registry keys already in
@@ -97,6 +100,10 @@ EOF
 cmd_preflight() {
   local tag="" kver fatal=0
   parse_stage_args preflight tag "$@"
+  if [[ -n ${tag} ]]; then
+    require_tag "${tag}"
+  fi
+  doctor_works_now "${tag}"
   kver=${P2P_KERNEL:-$(uname -r)}
   if have_kernel_headers "${kver}"; then
     report ok "kernel headers for ${kver}"
@@ -110,9 +117,6 @@ cmd_preflight() {
     report info "loaded nvidia module: $(cat "${P2P_SYSFS}/module/nvidia/version")"
   fi
   report info "userspace driver: $(userspace_summary)"
-  if [[ -n ${tag} ]]; then
-    require_tag "${tag}"
-  fi
   doctor_preinstall "${tag}"
   [[ ${fatal} -eq 0 ]] || exit "${EX_PREFLIGHT}"
 }

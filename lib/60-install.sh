@@ -265,10 +265,16 @@ depmod_conf_text() {
 
 # write_modprobe_conf TAG: the family's module options (patches/<family>/modprobe.conf).
 write_modprobe_conf() {
-  local tag=$1 conf src
+  local tag=$1 conf src mode keep
   conf=$(p2p_modprobe_conf)
   src="$(family_dir "${tag}")/modprobe.conf"
   [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  mode=$(nvlink_mode "${tag}") || exit "$?"
+  keep=$(nvlink_keep_setting "${tag}") || exit "$?"
+  # p2p-0006's key (families 535-570): its one open risk, said once
+  if [[ ${mode} == keep && ${keep%%=*} == RMBar1P2PKeepNvlink ]]; then
+    warn "NVLink kept for bridged pairs (--nvlink keep, ${keep}): in family ${V_FAMILY[${tag}]} GSP firmware also gets RMForceP2PType=2, and whether it still sets up NVLink peers then is not known; if a bridged pair fails peer access (build.sh verify), reinstall with --nvlink off"
+  fi
   txn_save "${conf}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would write %s:\n' "${conf}"

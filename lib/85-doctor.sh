@@ -39,17 +39,21 @@ CUDA or NCCL needed) and changes nothing; it needs make and a C compiler
                   machine, or a directory of outputs pasted from an issue
                   thread (any file names; each output is recognised by its
                   content; source.txt, diagnosis.txt, expected.txt skipped)
-  --verify        also run verify/p2p-verify --json --quick (if built: see
-                  build.sh verify --build-only) and read its result
+  --verify        also run verify/p2p-verify --json --quick and read its
+                  result; where it is not built and nvcc is there, it is
+                  built first into a temporary directory (build.sh verify
+                  --build-only keeps one); without nvcc that is said
   --json          the diagnosis as JSON (schema in README.md, "doctor")
 
 Run as root for everything: lspci shows ACS and Resizable BAR only to root,
 and dmesg may be restricted.
 
-Exit codes: 0 nothing found that stops P2P and every pair has a verdict;
-30 a finding stops or breaks P2P; 31 insufficient data (the report lists
-what to collect); 32 fewer than two NVIDIA GPUs; 33 nothing readable (or
-DIR cannot be written); 2 usage; 10 no C compiler to build the reader.
+Exit codes: 0 nothing found that stops P2P and every pair has a verdict
+(pairs whose data no output checked are said: --verify checks every byte);
+30 a finding stops or breaks P2P; 31 insufficient data: a pair's state, or
+why P2P fails or is slow, cannot be told (the report lists what to collect);
+32 fewer than two NVIDIA GPUs; 33 nothing readable (or DIR cannot be
+written); 2 usage; 10 no C compiler to build the reader.
 EOF
 }
 
@@ -388,40 +392,117 @@ collect_ours() {
   manifest "${dir}" ok nvidia-p2p.txt "build.sh's install state, ${P2P_SYSFS}/module/nvidia"
 }
 
+# collect_verify DIR: p2p-verify --json --quick into DIR/p2p-verify.json, with
+# verify/p2p-verify where it is built, else one built now (doctor_verify_tool).
 collect_verify() {
-  local dir=$1 tool="${P2P_DATA_DIR}/verify/p2p-verify" rc=0
-  if [[ ! -x ${tool} ]]; then
-    manifest "${dir}" missing p2p-verify.json "verify/p2p-verify is not built (build.sh verify --build-only; needs the CUDA toolkit)"
+  local dir=$1 rc=0
+  if ! doctor_verify_tool; then
+    manifest "${dir}" "${P2P_VERIFY_STATUS}" p2p-verify.json "${P2P_VERIFY_WHY}"
     return 0
   fi
-  timeout 600 "${tool}" --json --quick >"${dir}/p2p-verify.json" 2>"${dir}/.verify.err" || rc=$?
+  timeout 600 "${P2P_VERIFY_BIN}" --json --quick >"${dir}/p2p-verify.json" 2>"${dir}/.verify.err" || rc=$?
   rm -f -- "${dir}/.verify.err"
   if [[ ${rc} -eq 124 ]]; then
     manifest "${dir}" failed p2p-verify.json "p2p-verify --json --quick did not finish in 600 s (a P2P hang?)"
   else
-    manifest "${dir}" ok p2p-verify.json "p2p-verify --json --quick (exit ${rc})"
+    manifest "${dir}" ok p2p-verify.json "p2p-verify --json --quick (exit ${rc}${P2P_VERIFY_WHY:+; ${P2P_VERIFY_WHY}})"
   fi
+}
+
+# doctor_find_nvcc: the CUDA compiler verify/Makefile would take: $NVCC, else
+# $CUDA_HOME/bin/nvcc, nvcc on PATH, /usr/local/cuda/bin/nvcc; status 1: none.
+doctor_find_nvcc() {
+  local c
+  if [[ -n ${NVCC:-} ]]; then
+    command -v -- "${NVCC}" 2>/dev/null
+    return
+  fi
+  for c in "${CUDA_HOME:+${CUDA_HOME}/bin/nvcc}" "$(command -v nvcc 2>/dev/null || true)" /usr/local/cuda/bin/nvcc; do
+    if [[ -n ${c} && -x ${c} ]]; then
+      printf '%s\n' "${c}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# doctor_verify_tool: P2P_VERIFY_BIN = verify/p2p-verify where it is built,
+# else one built now with nvcc into a temporary directory (removed at exit;
+# nothing is written beside the sources), said in P2P_VERIFY_WHY. Status 1,
+# with P2P_VERIFY_STATUS (missing, failed) and P2P_VERIFY_WHY, when there is no
+# nvcc or the build fails.
+P2P_VERIFY_BIN=""
+P2P_VERIFY_STATUS=""
+P2P_VERIFY_WHY=""
+doctor_verify_tool() {
+  local nvcc
+  P2P_VERIFY_BIN="${P2P_DATA_DIR}/verify/p2p-verify"
+  [[ -x ${P2P_VERIFY_BIN} ]] && return 0
+  if ! nvcc=$(doctor_find_nvcc); then
+    P2P_VERIFY_STATUS=missing
+    P2P_VERIFY_WHY="verify/p2p-verify is not built, and no nvcc was found to build it (NVCC, CUDA_HOME, PATH, /usr/local/cuda/bin): install the CUDA toolkit, or run build.sh verify --build-only where it is"
+    return 1
+  fi
+  mk_temp_dir "${TMPDIR:-/tmp}"
+  note "doctor --verify: building verify/p2p-verify with ${nvcc} into a temporary directory (build.sh verify --build-only keeps one; this may take a minute)"
+  if ! make -s -C "${P2P_DATA_DIR}/verify" NVCC="${nvcc}" BUILD="${P2P_TMP}/build" VERIFY_BIN="${P2P_TMP}/p2p-verify" >&2; then
+    P2P_VERIFY_STATUS=failed
+    P2P_VERIFY_WHY="verify/p2p-verify could not be built with ${nvcc} (the compiler's messages are above)"
+    return 1
+  fi
+  P2P_VERIFY_BIN="${P2P_TMP}/p2p-verify"
+  P2P_VERIFY_WHY="built now with ${nvcc}"
 }
 
 # --- use by preflight and the pipeline -----------------------------------------
 
-# doctor_preinstall [TAG]: the diagnosis as report lines (preflight, and the
-# pipeline before it builds): what would stop P2P after an install. Never
-# fatal: the firmware or the GPUs can be changed after the install too.
-doctor_preinstall() {
-  local tag=${1:-} bundle out rc=0 kind id sev cert subject text
+# The diagnosis before the install (--brief lines) and p2p-doctor's exit code,
+# once per run; P2P_DOCTOR_PRE_RC is "skip" without a compiler.
+P2P_DOCTOR_PRE=""
+P2P_DOCTOR_PRE_RC=""
+
+# doctor_preinstall_run [TAG]: collect this machine and diagnose it for the
+# install of TAG, once; status 1 (said once) when the reader cannot be built.
+doctor_preinstall_run() {
+  local tag=${1:-} bundle
   local -a args=(--preinstall --brief)
   [[ -n ${tag} ]] && args+=(--tag "${tag}")
+  [[ ${P2P_DOCTOR_PRE_RC} == skip ]] && return 1
+  [[ -n ${P2P_DOCTOR_PRE_RC} ]] && return 0
   if ! command -v make >/dev/null 2>&1 || ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+    P2P_DOCTOR_PRE_RC=skip
     report warn "doctor: no make or C compiler to build its reader; skipped (build.sh doctor --collect DIR works without)"
-    return 0
+    return 1
   fi
   doctor_build_tool
   mk_temp_dir "${TMPDIR:-/tmp}"
   bundle="${P2P_TMP}/bundle"
   mkdir -p "${bundle}"
   doctor_collect "${bundle}"
-  out=$("${P2P_DOCTOR_BIN}" --from "${bundle}" "${args[@]}") || rc=$?
+  P2P_DOCTOR_PRE_RC=0
+  P2P_DOCTOR_PRE=$("${P2P_DOCTOR_BIN}" --from "${bundle}" "${args[@]}") || P2P_DOCTOR_PRE_RC=$?
+}
+
+# doctor_works_now [TAG]: when the loaded driver already gives every GPU pair
+# P2P (topo -p2p r and w OK, nothing found that stops it), the line that says
+# so, for preflight and the pipeline to print first.
+doctor_works_now() {
+  local kind pairs driver
+  doctor_preinstall_run "${1:-}" || return 0
+  while IFS=$'\t' read -r kind pairs driver; do
+    [[ ${kind} == works ]] || continue
+    [[ ${driver} != - ]] || driver=""
+    report ok "doctor: P2P already works here with the loaded driver${driver:+ ${driver}}: nvidia-smi topo -p2p r and w report OK for all ${pairs} GPU pairs and nothing found stops it (build.sh verify checks that every byte arrives)"
+  done <<<"${P2P_DOCTOR_PRE}"
+}
+
+# doctor_preinstall [TAG]: the diagnosis as report lines (preflight, and the
+# pipeline before it builds): what would stop P2P after an install. Never
+# fatal: the firmware or the GPUs can be changed after the install too.
+doctor_preinstall() {
+  local rc kind id sev cert subject text
+  doctor_preinstall_run "${1:-}" || return 0
+  rc=${P2P_DOCTOR_PRE_RC}
   while IFS=$'\t' read -r kind id sev cert subject text; do
     case ${kind} in
     gpu) report info "doctor: ${id} ${sev}, ${cert}: ${subject}" ;;
@@ -432,7 +513,7 @@ doctor_preinstall() {
         "doctor: ${id}${subject:+ (${subject})} [${sev}, ${cert}]: ${text}"
       ;;
     esac
-  done <<<"${out}"
+  done <<<"${P2P_DOCTOR_PRE}"
   case ${rc} in
   0) report ok "doctor: nothing found that would stop P2P after the install" ;;
   "${EX_DOCTOR_BLOCKED}") report warn "doctor: the findings above would stop P2P with these modules too; details: build.sh doctor" ;;

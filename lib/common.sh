@@ -48,7 +48,7 @@ exit_code_table() {
     "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
     "${EX_REPO}" "repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)" \
     "${EX_DOCTOR_BLOCKED}" "doctor: a finding stops or breaks P2P (certain or likely)" \
-    "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but not every pair's state (or a failure's cause) can be told; the report lists what to collect" \
+    "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)" \
     "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs, and nothing found that stops P2P" \
     "${EX_DOCTOR_UNREADABLE}" "doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written" \
     "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \

@@ -422,7 +422,25 @@ units_of() {
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.12.117+deb12-amd64)" ""
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.15.2 | cut -c1-40)" "Linux 6.15+: kernel-open passes its comp"
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 7.2.13+deb14-amd64 | cut -d: -f1 | tr '\n' ' ')" \
-    "Linux 6.15+ Linux 7.2+ Linux 7.2+ "
+    "Linux 6.15+ Linux 6.19+ Linux 6.19+ Linux 6.19+ Linux 7.2+ Linux 7.2+ Linux 7.2+ Linux 7.2+ "
+  # A 590.48.01-like tree with compat-0003..0006 and 0011/0012 applied: fits 7.2;
+  # without compat-0011's conftest, refused from 6.19 for that reason alone.
+  (
+    mkdir -p "${tree}/kernel-open/nvidia-drm"
+    cat >"${tree}/kernel-open/Kbuild" <<'KBUILD'
+ccflags-y += -I$(src)
+NV_CONFTEST_CFLAGS += $(call cc-option,-fms-extensions,)
+KBUILD
+    printf 'static inline int nv_in_hardirq(void) { return in_hardirq(); }\n' >"${tree}/kernel-open/common/inc/nv-time.h"
+    printf 'strscpy(a, b, 1);\n' >"${tree}/kernel-open/nvidia/os-interface.c"
+    printf '        %s)\n' drm_unlocked_ioctl_flag_present drm_atomic_commit_struct_present dev_pagemap_ops_has_folio_free \
+      zone_device_page_init_has_pgmap_and_order_args vma_flags_set_word dma_map_ops_has_map_phys >"${tree}/kernel-open/conftest.sh"
+  )
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 7.2.13+deb14-amd64)" ""
+  sed -i '/dev_pagemap_ops_has_folio_free/d' "${tree}/kernel-open/conftest.sh"
+  assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.19.1 | cut -c1-70)" \
+    "Linux 6.19+: nvidia-uvm sets dev_pagemap_ops.page_free, which Linux 6."
+  rm -f "${tree}/kernel-open/common/inc/nv-time.h" "${tree}/kernel-open/nvidia/os-interface.c"
   # A 535.54.03-like tree: vmas passed to get_user_pages(), follow_pfn() called,
   # no DRM_UNLOCKED test; no libspdm_shash.c (that rule does not apply).
   printf '#elif defined(NV_GET_USER_PAGES_HAS_ARGS_TSK_FLAGS)\n' >"${tree}/kernel-open/common/inc/nv-mm.h"

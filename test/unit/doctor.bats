@@ -131,9 +131,17 @@ PY
   assert_output --partial "== VERDICT: OK (exit 0) =="
   run "${DOCTOR}" --from "${fx}/s02-amd-vi-io-page-fault"
   assert_failure 30
+  # every pair with an observed verdict, nothing that stops P2P, data unchecked: 0, and said
   run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/field-reports/44-2x3090-working-debian"
+  assert_success
+  assert_output --partial "== VERDICT: OK (exit 0) =="
+  assert_line "  - P2P is seen on 2 pairs, but no output checked that its data arrives intact: build.sh doctor --verify checks every byte"
+  # a pair's state that cannot be told, or a symptom whose cause cannot: 31
+  run "${DOCTOR}" --from "${fx}/s33-bad-matrices"
   assert_failure 31
-  assert_output --partial "data arrives intact"
+  run "${DOCTOR}" --from "${fx}/s28-p2p-slower-no-cause"
+  assert_failure 31
+  assert_output --partial "or why P2P fails where it does"
   mkdir -p "${BATS_TEST_TMPDIR}/nogpu" "${BATS_TEST_TMPDIR}/empty"
   printf 'iommu-present: 0\nsysfs-gpus: 0\n' >"${BATS_TEST_TMPDIR}/nogpu/sysfs.txt"
   run "${DOCTOR}" --from "${BATS_TEST_TMPDIR}/nogpu"
@@ -179,6 +187,92 @@ PY
   # the per-file limit is said, not silent
   run "${DOCTOR}" --from "${d}" --max-file-mib 1
   assert_line --regexp '^  dmesg\.txt +partial .*read the first 1 MiB of 100 MiB'
+}
+
+@test "a healthy 4x H100 NVLink box (issue 25): every pair p2p-nvlink observed, no finding that stops P2P, exit 0" {
+  local d="${REPO_ROOT}/test/fixtures/doctor/s27-4xh100-nvlink-healthy"
+  run "${DOCTOR}" --from "${d}" --brief
+  assert_success
+  assert_equal "$(grep -c $'^pair\t.*\tp2p-nvlink\tobserved\t' <<<"${output}")" 12
+  refute_line --regexp $'^finding\t[a-z0-9-]+\t(blocks|degrades)\t'
+  assert_line $'verdict\tOK\t0'
+  run "${DOCTOR}" --from "${d}"
+  assert_line "  - P2P is seen on 10 pairs, but no output checked that its data arrives intact: build.sh doctor --verify checks every byte"
+  assert_line --regexp '^  nvbandwidth\.txt +read +[0-9]+ lines: nvbandwidth$'
+}
+
+@test "real 2x H100 NVLink bundles (device machine, 2026-11-26): --collect --verify exits 0; the host-path stand-in fires p2p-latency-high" {
+  local fx="${REPO_ROOT}/test/fixtures/doctor"
+  # the positive control: every pair p2p-nvlink, observed, its data checked by p2p-verify
+  run "${DOCTOR}" --from "${fx}/r02-h100x2-nvlink-verified" --brief
+  assert_success
+  assert_equal "$(grep -c $'^pair\t.*\tp2p-nvlink\tobserved\t' <<<"${output}")" 2
+  refute_line --regexp $'^finding\t[a-z0-9-]+\t(blocks|degrades)\t'
+  refute_line --regexp $'^finding\tinsufficient-data\t'
+  assert_line $'verdict\tOK\t0'
+  # p2p-verify --perf-peer-off: P2P=Enabled measured over the host path, on real GPUs
+  run "${DOCTOR}" --from "${fx}/r03-h100x2-perf-peer-off"
+  assert_failure 31
+  assert_output --partial "p2p-latency-high (GPU0-GPU1) [degrades, certain]"
+  assert_output --partial "GPU0->GPU1 14.61 us with P2P, 13.22 us without (p2p-verify)"
+  assert_output --partial "1. virtual-machine [possible]"
+  refute_output --partial "p2p-slower-than-host"
+}
+
+@test "symptoms: P2P slower than host staging, side by side with the link's limit, causes ranked with their certainty" {
+  local fx="${REPO_ROOT}/test/fixtures/doctor"
+  # ACS on the switch ports, read from lspci -tv and setpci: the likely cause, blocked
+  run "${DOCTOR}" --from "${fx}/s30-lspci-tree-setpci-acs"
+  assert_failure 30
+  assert_output --partial "p2p-slower-than-host (GPU0-GPU1) [degrades, certain]"
+  assert_output --partial "GPU0->GPU1 3.0 GB/s with P2P vs 11.8 host-staged; GPU1->GPU0 3.1 vs 11.9 (p2pBandwidthLatencyTest, unidirectional)"
+  assert_line "      1. acs-redirect [likely]: PCIe switch port 0000:02:08.0 between the two GPUs has ACS ReqRedir/CmpltRedir on: peer requests are sent up to the root complex instead of across the switch"
+  assert_line "    ruled out: the CPU interconnect (one PCIe switch, lspci)"
+  assert_output --partial "evidence: setpci.txt:3: 02:08.0: 001d"
+  # nvbandwidth against the host path, the IOMMU translating
+  run "${DOCTOR}" --from "${fx}/s29-nvbandwidth-iommu-translated"
+  assert_failure 30
+  assert_output --partial "GPU0->GPU1 5.9 GB/s with P2P vs 25.2 on its host path"
+  assert_line --regexp '^      1\. iommu-translated \[likely\]: '
+  assert_line "    ruled out: a virtual machine (no hypervisor in the kernel log)"
+  # p2p-verify's JSON: its limit, and NCCL with P2P against NCCL_P2P_DISABLE=1
+  run "${DOCTOR}" --from "${fx}/s34-verify-json-slow-pcie"
+  assert_failure 31
+  assert_output --partial "the link's limit is 31.5 GB/s per direction (p2p-verify's figure for its pcie path), P2P reaches 21% of it"
+  assert_output --partial "NCCL's all-reduce reaches a bus bandwidth of 5.8 GB/s with P2P allowed, 19.4 with NCCL_P2P_DISABLE=1"
+  # nothing else known: said, with what to collect, not a bare insufficient-data
+  run "${DOCTOR}" --from "${fx}/s28-p2p-slower-no-cause"
+  assert_line "    likely causes: none that the outputs read show"
+  assert_output --partial "not shown by the outputs (collect them): ACS on the bridges between them"
+  assert_output --partial "the IOMMU mode (cat /proc/cmdline; sudo dmesg)"
+  # nccl-tests pasted twice, with and without NCCL_P2P_DISABLE=1
+  run "${DOCTOR}" --from "${fx}/s31-nccl-p2p-slower-than-shm" --json
+  command -v python3 >/dev/null || skip "python3 not installed"
+  run python3 -c '
+import json, sys
+j = json.loads(sys.argv[1])
+f = [x for x in j["findings"] if x["id"] == "p2p-slower-than-host"][0]
+assert f["scope"] == "pair" and f["causes"] == [] and "IOMMU" in f["not_shown"], f
+assert "5.8 GB/s with P2P allowed, 18.2 with NCCL_P2P_DISABLE=1" in f["summary"], f["summary"]
+print("ok")' "${output}"
+  assert_output ok
+}
+
+@test "bad input: decimal commas and a cut row are not read and said; a matrix of fewer GPUs maps by PCI address" {
+  run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/doctor/s33-bad-matrices"
+  assert_failure 31
+  assert_line "  note: p2pBandwidthLatencyTest.txt: 1 matrix row cut or wrapped (fewer values than the header, or a value without the decimals the tools print): the cut value was not read"
+  assert_line "  note: p2pBandwidthLatencyTest.txt: 4 matrix values are not a number p2p-doctor reads (e.g. '20,30': decimal commas, thousands separators): not read"
+  assert_line --regexp '^  GPU2 -> GPU3 +p2p +observed +peer access reported by CUDA; data integrity not checked$'
+  refute_output --partial "slower than host staging"
+}
+
+@test "the NVLink keep risk of 535-570 (p2p-0006): a bridged pair failing peer access is named with --nvlink off" {
+  run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/doctor/s32-nvlink-keep-570-peer-fails"
+  assert_failure 30
+  assert_output --partial "nvlink-keep-failed (GPU0-GPU1) [blocks, likely]"
+  assert_output --partial "GSP firmware gets RMForceP2PType=2 too, and whether it still sets up NVLink peers then cannot be read from the source"
+  assert_output --partial "fix: BAR1 P2P for every pair: sudo build.sh install <tag> --nvlink off"
 }
 
 @test "outputs that disagree on the GPU count are reported as such, nothing certain about the extra GPUs" {
@@ -310,6 +404,48 @@ STUB
   assert_output --partial "rebar-off (GPU1)"
   assert_output --partial "iommu-translated"
   assert_output --regexp "evidence: sysfs.txt:[0-9]+: iommu_group_type DMA-FQ"
+}
+
+# fake_verify_data DIR: a data directory whose verify/Makefile "builds"
+# p2p-verify (a script printing a passing p2p-verify --json) where
+# VERIFY_BIN says, with the NVCC it is given.
+fake_verify_data() {
+  mkdir -p "$1/verify"
+  cat >"$1/verify/Makefile" <<'MAKE'
+VERIFY_BIN ?= p2p-verify
+all: $(VERIFY_BIN)
+$(VERIFY_BIN): fake-verify
+	test -x "$(NVCC)"
+	cp fake-verify $@
+MAKE
+  printf '#!/bin/sh\necho "{\\"tool\\": \\"p2p-verify\\", \\"verdict\\": {\\"exit_code\\": 0, \\"status\\": \\"PASS\\"}}"\n' \
+    >"$1/verify/fake-verify"
+  chmod +x "$1/verify/fake-verify"
+}
+
+@test "--collect --verify builds p2p-verify with nvcc in a temporary directory, and says so when there is no nvcc" {
+  local data="${BATS_TEST_TMPDIR}/data" before
+  fake_verify_data "${data}"
+  stub nvcc
+  before=$(files_outside)
+  NVCC="${STUBS}/nvcc" NVP2P_DATA_DIR="${data}" run_build doctor --collect "${BATS_TEST_TMPDIR}/b1" --verify
+  assert_success
+  assert_output --partial "doctor --verify: building verify/p2p-verify with ${STUBS}/nvcc into a temporary directory"
+  run grep -F $'ok\tp2p-verify.json\tp2p-verify --json --quick (exit 0; built now with '"${STUBS}/nvcc)" "${BATS_TEST_TMPDIR}/b1/MANIFEST.txt"
+  assert_success
+  run grep -c '"tool": "p2p-verify"' "${BATS_TEST_TMPDIR}/b1/p2p-verify.json"
+  assert_output 1
+  assert_not_exist "${data}/verify/p2p-verify"
+  assert_equal "$(files_outside)" "${before}"
+  # no nvcc: not built, and the bundle says why
+  NVCC=/nonexistent/nvcc NVP2P_DATA_DIR="${data}" run_build doctor --collect "${BATS_TEST_TMPDIR}/b2" --verify
+  assert_success
+  assert_output --partial "p2p-verify.json	verify/p2p-verify is not built, and no nvcc was found to build it"
+  assert_not_exist "${BATS_TEST_TMPDIR}/b2/p2p-verify.json"
+  # doctor --verify says it in its report
+  rm -f "${STUBS}/nvidia-smi"
+  NVCC=/nonexistent/nvcc NVP2P_DATA_DIR="${data}" PATH="$(path_hiding nvidia-smi)" run_build doctor --verify
+  assert_output --partial "not collected: p2p-verify.json: verify/p2p-verify is not built, and no nvcc was found"
 }
 
 @test "--collect refuses a non-empty directory (2), a file (2), a place it cannot create (33)" {

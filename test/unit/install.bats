@@ -342,6 +342,24 @@ STUB
   assert_line "# unused (--nvlink keep writes RMForceP2PType=0 instead)."
 }
 
+@test "install keeping NVLink with p2p-0006's key (families 535-570) warns once of its open GSP risk; --nvlink off and 575+ do not" {
+  sed -i 's/"RMForceP2PType=2"/"RMForceP2PType=2;RMBar1P2PKeepNvlink=0"/' "${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  printf '# nvlink-keep: RMBar1P2PKeepNvlink=1\n' >>"${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_success
+  run grep -c "warning: NVLink kept for bridged pairs (--nvlink keep, RMBar1P2PKeepNvlink=1): in family 999 GSP firmware also gets RMForceP2PType=2" <<<"${output}"
+  assert_output 1
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2;RMBar1P2PKeepNvlink=1"'
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}" --nvlink off
+  assert_success
+  refute_output --partial "GSP firmware"
+  sed -i 's/^# nvlink-keep: .*/# nvlink-keep: RMForceP2PType=0/' "${NVP2P_DATA_DIR}/patches/999/modprobe.conf"
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_success
+  refute_output --partial "GSP firmware"
+}
+
 @test "install --dry-run lists every step and changes nothing" {
   run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
   assert_success

@@ -58,6 +58,31 @@ setup() {
   assert_equal "$(find "${ROOT}" -newer "${STUB_LOG}" | wc -l)" 0
 }
 
+@test "--dry-run says first, in its preflight, when the loaded driver already gives every GPU pair P2P" {
+  as_user
+  stub sudo
+  local dev
+  export NVP2P_SYSFS="${BATS_TEST_TMPDIR}/sys"
+  for dev in 0000:01:00.0 0000:41:00.0; do
+    mkdir -p "${NVP2P_SYSFS}/bus/pci/devices/${dev}"
+    echo 0x10de >"${NVP2P_SYSFS}/bus/pci/devices/${dev}/vendor"
+    echo 0x030000 >"${NVP2P_SYSFS}/bus/pci/devices/${dev}/class"
+    printf '%s\n' "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" \
+      "0x0000028800000000 0x0000028fffffffff 0x000000000014220c" >"${NVP2P_SYSFS}/bus/pci/devices/${dev}/resource"
+  done
+  stub nvidia-smi - <<'STUB'
+case "$*" in
+  "topo -p2p r"|"topo -p2p w") printf ' \tGPU0\tGPU1\n GPU0\tX\tOK\n GPU1\tOK\tX\n' ;;
+esac
+STUB
+  run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --no-ccache
+  assert_success
+  local pre works
+  pre=$(grep -n '] preflight ' <<<"${output}" | head -n 1 | cut -d: -f1)
+  works=$(grep -n 'doctor: P2P already works here with the loaded driver: nvidia-smi topo -p2p r and w report OK for all 2 GPU pairs' <<<"${output}" | cut -d: -f1)
+  assert_equal "${works}" "$((pre + 1))"
+}
+
 @test "--dry-run reports a problem (missing headers) and still prints the whole plan, then exits 10" {
   as_user
   run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --kernel 6.1.0-77-amd64

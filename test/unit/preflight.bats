@@ -69,6 +69,33 @@ Z="0x0000000000000000 0x0000000000000000 0x0000000000000000"
   refute_output --partial "iommu-translated"
 }
 
+# p2p_rw CELL: a stand-in nvidia-smi whose topo -p2p r and w show CELL between two GPUs.
+p2p_rw() {
+  stub nvidia-smi - <<STUB
+case "\$*" in
+  "topo -p2p r"|"topo -p2p w") printf ' \tGPU0\tGPU1\n GPU0\tX\t$1\n GPU1\t$1\tX\n' ;;
+esac
+STUB
+}
+
+@test "preflight says first when the loaded driver already gives every GPU pair P2P (topo -p2p r and w OK)" {
+  local bar="0x0000028800000000 0x0000028fffffffff 0x000000000014220c"
+  gpu 0000:01:00.0 "0x00000000b2000000 0x00000000b2ffffff 0x0000000000040200" "${bar}" "${Z}" "${Z}" "${Z}" "${Z}"
+  gpu 0000:41:00.0 "0x00000000c2000000 0x00000000c2ffffff 0x0000000000040200" "${bar}" "${Z}" "${Z}" "${Z}" "${Z}"
+  mkdir -p "${NVP2P_PROCFS}/driver/nvidia"
+  printf 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n' \
+    >"${NVP2P_PROCFS}/driver/nvidia/version"
+  p2p_rw OK
+  run_build --root "${ROOT}" preflight
+  assert_success
+  assert_equal "${lines[0]}" "ok    doctor: P2P already works here with the loaded driver 580.159.04: nvidia-smi topo -p2p r and w report OK for all 2 GPU pairs and nothing found stops it (build.sh verify checks that every byte arrives)"
+  assert_equal "$(grep -c 'already works' <<<"${output}")" 1
+  # one pair not OK: not said
+  p2p_rw NS
+  run_build --root "${ROOT}" preflight
+  refute_output --partial "already works"
+}
+
 @test "preflight shows the loaded module and userspace versions, and changes nothing" {
   mkdir -p "${SYS}/module/nvidia" "${ROOT}/usr/lib/x86_64-linux-gnu"
   echo 550.54.14 >"${SYS}/module/nvidia/version"

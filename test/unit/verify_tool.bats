@@ -68,7 +68,7 @@ gpu_present() {
     build_tool
     run "${TOOL}" --help
     assert_success
-    for needle in --pairs --sizes --quick --no-nccl --no-perf --json --self-test --nccl-lib \
+    for needle in --pairs --sizes --quick --no-nccl --no-perf --perf-peer-off --json --self-test --nccl-lib \
         ' 0  every pair' ' 2  usage error' '20  no P2P' '21  data corruption' \
         '22  CUDA/runtime error' '23  NCCL error' '24  fewer than two GPUs'; do
         assert_output --partial "${needle}"

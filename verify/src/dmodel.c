@@ -49,6 +49,10 @@ dr_model *dr_model_new(void)
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         num_unknown(nums[i]);
     s->p2p_error_a = s->p2p_error_b = -1;
+    for (int i = 0; i < 2; i++) {
+        s->nccl_bus[i].avg = s->nccl_bus[i].peak = -1;
+        s->nccl_bus[i].dev[0] = s->nccl_bus[i].dev[1] = -1;
+    }
     return m;
 }
 
@@ -69,6 +73,22 @@ void dr_set(dr_num *n, long long v, const dr_ev *ev)
     n->v = v;
     if (ev)
         n->ev = *ev;
+}
+
+int dr_bridge_get(dr_model *m, const char *busid)
+{
+    for (int i = 0; i < m->nbridges; i++)
+        if (!strcmp(m->bridges[i].busid, busid))
+            return i;
+    if (m->nbridges >= DR_MAX_BRIDGES) {
+        m->truncated_recs++;
+        return -1;
+    }
+    dr_bridge *br = &m->bridges[m->nbridges];
+    memset(br, 0, sizeof(*br));
+    snprintf(br->busid, sizeof br->busid, "%s", busid);
+    br->sec = br->sub = br->acs_cap = -1;
+    return m->nbridges++;
 }
 
 void dr_ev_make(dr_ev *ev, const char *file, long line, const char *text)

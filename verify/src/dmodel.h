@@ -12,6 +12,7 @@
 #define DR_MAX_POBS 4096   /* pair observations */
 #define DR_MAX_FILES 128   /* input files */
 #define DR_MAX_KEYS 32     /* registry keys per RegistryDwords string */
+#define DR_MAX_SETPCI 64   /* setpci readings and writes */
 #define DR_EV_TEXT 200     /* evidence line, cut */
 
 /* Where a fact came from: the file and line, and the line itself. */
@@ -71,10 +72,17 @@ typedef struct {
 enum {
     DR_OBS_ACCESS = 1, /* peer access yes/no: val 1/0 */
     DR_OBS_TOPO,       /* topo -m cell in text */
-    DR_OBS_P2PCAP,     /* topo -p2p cell in text (OK, CNS, NS, GNS, TNS, U) */
-    DR_OBS_BW,         /* bandwidth: val = kind, x = on, y = off */
-    DR_OBS_NCCL,       /* NCCL transport: text = class (P2P, SHM, NET) */
+    DR_OBS_P2PCAP,     /* topo -p2p cell in text (OK, CNS, NS, GNS, TNS, U); val = the mode:
+                          'r', 'w', 'x' (rw), 'p', '?' (no command line seen) */
+    DR_OBS_BW,         /* bandwidth: val = kind, x = on, y = off (GB/s; latency us); -1 unknown;
+                          text = the tool: "p2pbw", "verify", or "nvbw" (nvbandwidth: y is
+                          then the host path's bandwidth, the slower of the two GPUs' copies
+                          to and from host memory, not a staged copy) */
+    DR_OBS_NCCL,       /* NCCL transport: text = class (P2P, SHM, NET); val 1: in a run with
+                          NCCL_P2P_DISABLE=1 */
     DR_OBS_CORRUPT,    /* wrong data: val 1; val 0 = checked and intact */
+    DR_OBS_LIMIT,      /* the limit of the P2P path as p2p-verify computed it: x, GB/s per
+                          direction; text = the path's type (nvlink, pcie) */
 };
 enum { DR_BW_UNI = 1, DR_BW_BI, DR_BW_LAT };
 
@@ -94,9 +102,24 @@ typedef struct {
     int type; /* 1 root port, 2 downstream, 3 upstream, 0 other */
     int sec, sub; /* bus range below it; -1 unknown */
     int acs_seen, req_redir, cmplt_redir, src_valid;
+    int acs_cap;      /* offset of its ACS capability (lspci "Capabilities: [148 v1] Access
+                         Control Services"); -1 unknown */
+    int acs_conflict; /* lspci and setpci disagree about its ACS control */
     dr_ev acs_ev;
     char name[96];
 } dr_bridge;
+
+/* A setpci access of a device's configuration space, as pasted. */
+typedef struct {
+    char busid[16];
+    int acs;     /* 1: relative to the ACS capability (ECAP_ACS, ECAP0d, or -v's "(ecap 000d @148)") */
+    int cap_off; /* the ACS capability's offset where -v printed it, else -1 */
+    int reg;     /* the register: its offset from the capability (acs), else absolute */
+    int width;   /* bytes: 1, 2, 4 */
+    long value;  /* what was read or written; -1: no ACS capability ("not found") */
+    int write;
+    dr_ev ev;
+} dr_setpci;
 
 /* A RegistryDwords string, parsed. */
 typedef struct {
@@ -146,7 +169,19 @@ enum {
     DR_K_MANIFEST = 1u << 22,
     DR_K_CUDAERR = 1u << 23, /* a CUDA error of a P2P test */
     DR_K_DEVQUERY = 1u << 24, /* deviceQuery, /proc/driver/nvidia/gpus/ information */
+    DR_K_NVBW = 1u << 25,     /* nvbandwidth */
+    DR_K_SETPCI = 1u << 26,   /* setpci readings (ACS control) */
+    DR_K_LSPCIT = 1u << 27,   /* lspci -t (the PCI tree) */
 };
+
+/* The bus bandwidth of an NCCL all-reduce run (nccl-tests, p2p-verify). */
+typedef struct {
+    double avg;  /* nccl-tests' "Avg bus bandwidth" (GB/s), -1 unknown */
+    double peak; /* the largest busbw of its rows (p2p-verify: the largest size's) */
+    int ngpus;   /* ranks, 0 unknown */
+    int dev[2];  /* the CUDA devices of a two-GPU run, -1 unknown */
+    dr_ev ev;
+} dr_busbw;
 
 /* Machine-wide facts. */
 typedef struct {
@@ -208,6 +243,7 @@ typedef struct {
     dr_num nccl_wrong; /* nccl-tests #wrong > 0 or out of bounds FAILED */
     dr_num nccl_ok;    /* nccl-tests out of bounds OK */
     dr_num illegal_access;
+    dr_busbw nccl_bus[2]; /* all-reduce with P2P allowed [0], with NCCL_P2P_DISABLE=1 [1] */
     dr_num p2p_error; /* a P2P test failed with a CUDA error (illegal access, map buffer failed) */
     int p2p_error_a, p2p_error_b; /* the pair, CUDA numbering, -1 unknown */
     dr_num simplep2p_failed, simplep2p_passed;
@@ -259,6 +295,8 @@ typedef struct {
     int npobs;
     dr_bridge bridges[DR_MAX_BRIDGES];
     int nbridges;
+    dr_setpci setpci[DR_MAX_SETPCI];
+    int nsetpci;
     dr_sys sys;
     int truncated_recs; /* records or observations dropped at the limits */
     char notes[16][320];
@@ -273,6 +311,8 @@ void dr_grec_reset(dr_grec *r);
 /* Set an unknown number to v with its evidence; a known one is kept
  * (the first output that says it wins) unless force. */
 void dr_set(dr_num *n, long long v, const dr_ev *ev);
+/* The bridge at busid (found, or new with nothing known); -1 when full. */
+int dr_bridge_get(dr_model *m, const char *busid);
 /* Evidence from file/line/text (text cut and made printable ASCII). */
 void dr_ev_make(dr_ev *ev, const char *file, long line, const char *text);
 /* A note about the inputs (shown under Inputs). */

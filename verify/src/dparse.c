@@ -80,6 +80,38 @@ struct dp_ctx {
     /* sysfs (collect) */
     int sf_rec;
     char sf_busid[16];
+    /* matrix rows shorter than their header (cut or wrapped: the last value is
+     * not read), values that are no numbers ("41,47": not read) */
+    int mx_short, mx_bad;
+    char mx_bad_tok[24];
+    /* nvbandwidth: the test of the last "Running <test>." line, where in its
+     * matrix (0 none, 1 title seen, 2 in it), the columns, the figures */
+    int nvb_test, nvb_state, nvb_ncol, nvb_cols[DR_MAX_GPUS];
+    int nvb_on, nvb_ndev; /* its "nvbandwidth Version:" line seen; GPUs it listed */
+    struct nvb_data *nvb;
+    /* setpci: reads whose value is on a following line, and the register of a
+     * loop over devices ("for d in ...; do echo $d; setpci -s $d REG; done") */
+    dr_setpci sp_pending[4];
+    int sp_npending, sp_loop;
+    dr_setpci sp_loopreg;
+    /* lspci -t: the bus of the devices that start at each column, the domain
+     * and root bus of the tree being read */
+    short lt_bus[256];
+    int lt_on, lt_dom, lt_root;
+    /* NCCL runs: NCCL_P2P_DISABLE=1 exported, or on the next run's command
+     * line; the open run (nccl-tests) and its bus bandwidth */
+    int nc_env_off, nc_cmd_off, nc_run, nc_off, nc_busbw_col;
+    dr_busbw nc_bus;
+    /* p2p-verify text: its NCCL table and the GPUs of its NCCL runs */
+    int vt_nccl, vt_ndev, vt_dev[2];
+};
+
+/* nvbandwidth's figures: P2P copies per ordered pair (data from a to b), and
+ * each GPU's copies to and from host memory, GB/s (NAN unknown). */
+struct nvb_data {
+    double d2d[DR_MAX_GPUS][DR_MAX_GPUS];
+    double h2d[DR_MAX_GPUS], d2h[DR_MAX_GPUS];
+    dr_ev ev; /* the first row of P2P figures */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -1573,7 +1605,7 @@ static int bw_slot(int t, int *k, int *onoff)
 static void mx_cell(dp_ctx *c, int row, int col, const char *t)
 {
     int ns = c->mx_style == 1 ? DR_NS_SMI : DR_NS_CUDA;
-    if (row == col || !strcmp(t, "X") || !strcmp(t, "-") || !strcmp(t, "N/A"))
+    if (row == col || !strcmp(t, "X") || !strcmp(t, "-") || !strcasecmp(t, "N/A"))
         return;
     dr_ev e;
     char text[DR_EV_TEXT];
@@ -1587,7 +1619,7 @@ static void mx_cell(dp_ctx *c, int row, int col, const char *t)
         }
         snprintf(text, sizeof text, "%s (GPU%d -> GPU%d: %s)", c->line, row, col, t);
         evt(c, &e, text);
-        pobs_add(c, DR_OBS_P2PCAP, ns, row, col, 0, 0, 0, t, &e);
+        pobs_add(c, DR_OBS_P2PCAP, ns, row, col, c->mx_p2pmode ? c->mx_p2pmode : '?', 0, 0, t, &e);
         kind(c, DR_K_P2PCAP);
     } else if (!strcmp(t, "yes") || !strcmp(t, "no")) {
         pobs_add(c, DR_OBS_ACCESS, ns, row, col, t[0] == 'y', 0, 0, NULL, NULL);
@@ -1597,9 +1629,16 @@ static void mx_cell(dp_ctx *c, int row, int col, const char *t)
     } else {
         char *end = NULL;
         double v = strtod(t, &end);
-        double *cell;
-        if (end != t && !*end && v >= 0 && (cell = bw_cell(c, c->mx_title, row, col)))
+        double *cell = bw_cell(c, c->mx_title, row, col);
+        if (!cell)
+            return;
+        if (end != t && !*end && v >= 0 && isfinite(v) && strchr(t, '.')) {
             *cell = v;
+        } else if (end != t && !*end) {
+            c->mx_short++; /* the tools print two decimals: a value without them was cut */
+        } else if (c->mx_bad++ == 0) {
+            snprintf(c->mx_bad_tok, sizeof c->mx_bad_tok, "%s", t);
+        }
     }
 }
 
@@ -1673,6 +1712,10 @@ static int p_matrix(dp_ctx *c, const char *line)
         return 0;
     }
     int ncells = nt - 1 < c->mx_ncol ? nt - 1 : c->mx_ncol;
+    if (nt - 1 < c->mx_ncol) {
+        ncells--; /* cut or wrapped: its last value may be cut too */
+        c->mx_short++;
+    }
     for (int k = 0; k < ncells; k++)
         if (c->mx_cols[k] >= 0)
             mx_cell(c, row, c->mx_cols[k], tok[1 + k]);
@@ -1724,6 +1767,472 @@ static void bw_emit(dp_ctx *c)
                          isnan(on) ? -1 : on, isnan(off) ? -1 : off, NULL, &e);
             }
     kind(c, DR_K_P2PBW);
+}
+
+/* ------------------------------------------------------------ nvbandwidth */
+
+enum { NVB_NONE = 0, NVB_H2D, NVB_D2H, NVB_D2D_WRITE, NVB_D2D_READ, NVB_OTHER };
+
+/* The test of "Running <test>." (testcase keys of nvbandwidth): what its
+ * matrix holds.  Bidirectional, all-to-one and latency tests are not read. */
+static int nvb_test_of(const char *name)
+{
+    static const struct {
+        const char *prefix;
+        int test;
+    } tests[] = {
+        {"host_to_device_memcpy_", NVB_H2D},
+        {"device_to_host_memcpy_", NVB_D2H},
+        {"device_to_device_memcpy_write_", NVB_D2D_WRITE},
+        {"device_to_device_memcpy_read_", NVB_D2D_READ},
+    };
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        if (!strncmp(name, tests[i].prefix, strlen(tests[i].prefix)))
+            return tests[i].test;
+    return NVB_OTHER;
+}
+
+static struct nvb_data *nvb_data(dp_ctx *c)
+{
+    if (!c->nvb) {
+        c->nvb = malloc(sizeof *c->nvb);
+        if (!c->nvb)
+            return NULL;
+        for (int a = 0; a < DR_MAX_GPUS; a++) {
+            c->nvb->h2d[a] = c->nvb->d2h[a] = NAN;
+            for (int b = 0; b < DR_MAX_GPUS; b++)
+                c->nvb->d2d[a][b] = NAN;
+        }
+        memset(&c->nvb->ev, 0, sizeof c->nvb->ev);
+    }
+    return c->nvb;
+}
+
+/* "Device 0: NVIDIA H100 80GB HBM3 (00000000:18:00)": nvbandwidth's GPU list
+ * (CUDA numbering; domain, bus and device in hex, no function).  Versions
+ * before 0.7 print the name alone ("Device 0: NVIDIA GeForce RTX 2080 Ti"):
+ * read only after nvbandwidth's version line (deviceQuery quotes its name). */
+static int nvb_device(dp_ctx *c, const char *p)
+{
+    long idx;
+    char *end = NULL;
+    if (strncmp(p, "Device ", 7) != 0 || !isdigit((unsigned char)p[7]))
+        return 0;
+    idx = strtol(p + 7, &end, 10);
+    const char *lp = strrchr(p, '(');
+    size_t l = strlen(p);
+    unsigned dom, bus, dev;
+    char tail, b[16] = "", name[96];
+    if (*end != ':' || idx >= DR_MAX_GPUS)
+        return 0;
+    if (lp && p[l - 1] == ')' && l - (size_t)(lp - p) == 16 && sscanf(lp, "(%8x:%2x:%2x%c", &dom, &bus, &dev, &tail) == 4 &&
+        tail == ')' && dev <= 0x1f) {
+        snprintf(b, sizeof b, "%04x:%02x:%02x.0", dom & 0xffff, bus, dev);
+        trim_copy(name, sizeof name, end + 1, lp);
+    } else if (c->nvb_on && !lp && *skip_ws(end + 1) && *skip_ws(end + 1) != '"') {
+        trim_copy(name, sizeof name, end + 1, p + l);
+    } else {
+        return 0;
+    }
+    rec_get(c, "nvbw", DR_NS_CUDA, (int)idx, b, name);
+    if (idx + 1 > c->nvb_ndev)
+        c->nvb_ndev = (int)idx + 1;
+    kind(c, DR_K_NVBW);
+    return 1;
+}
+
+/* The test of a matrix title, for a matrix whose "Running <test>." line is
+ * not there (an excerpt): the copy-engine tests' titles tell them apart. */
+static int nvb_test_of_title(const char *p)
+{
+    static const struct {
+        const char *title;
+        int test;
+    } t[] = {
+        {"memcpy CE CPU(row) -> GPU(column) bandwidth", NVB_H2D},
+        {"memcpy CE CPU(row) <- GPU(column) bandwidth", NVB_D2H},
+        {"memcpy CE GPU(row) <- GPU(column) bandwidth", NVB_D2D_WRITE},
+        {"memcpy CE GPU(row) -> GPU(column) bandwidth", NVB_D2D_READ},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strncmp(p, t[i].title, strlen(t[i].title)))
+            return t[i].test;
+    return NVB_NONE;
+}
+
+/* "Waiving device_to_device_memcpy_write_ce.": nvbandwidth skips its
+ * device-to-device tests (and all-to-one, one-to-all) when CUDA grants peer
+ * access between no two of its GPUs (filterHasAccessiblePeerPairs). */
+static int nvb_waived(dp_ctx *c, const char *p)
+{
+    static const char *const peer_tests[] = {"device_to_device_", "all_to_one_", "one_to_all_"};
+    size_t l = strlen(p);
+    if (strncmp(p, "Waiving ", 8) != 0 || l < 10 || p[l - 1] != '.')
+        return 0;
+    int peer = 0;
+    for (size_t i = 0; i < sizeof peer_tests / sizeof peer_tests[0]; i++)
+        if (!strncmp(p + 8, peer_tests[i], strlen(peer_tests[i])))
+            peer = 1;
+    if (peer && c->nvb_ndev >= 2)
+        for (int a = 0; a < c->nvb_ndev; a++)
+            for (int b = 0; b < c->nvb_ndev; b++)
+                if (a != b)
+                    pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, a, b, 0, 0, 0, NULL, NULL);
+    kind(c, DR_K_NVBW);
+    return 1;
+}
+
+/* One row of an nvbandwidth matrix: "0     N/A    392.21    391.85". */
+static void nvb_row(dp_ctx *c, char **tok, int nt)
+{
+    long row;
+    struct nvb_data *d = nvb_data(c);
+    if (!d || !is_int(tok[0], &row) || row >= DR_MAX_GPUS)
+        return;
+    int ncells = nt - 1 < c->nvb_ncol ? nt - 2 : c->nvb_ncol; /* a short row: cut, its last value too */
+    if (nt - 1 < c->nvb_ncol)
+        c->mx_short++;
+    for (int k = 0; k < ncells; k++) {
+        char *end = NULL;
+        double v = strtod(tok[1 + k], &end);
+        int col = c->nvb_cols[k];
+        if (!strcasecmp(tok[1 + k], "N/A"))
+            continue;
+        if (end == tok[1 + k] || *end || !isfinite(v) || v < 0) {
+            if (c->mx_bad++ == 0)
+                snprintf(c->mx_bad_tok, sizeof c->mx_bad_tok, "%s", tok[1 + k]);
+            continue;
+        }
+        if (!strchr(tok[1 + k], '.')) {
+            c->mx_short++; /* printed with two decimals: cut */
+            continue;
+        }
+        if (v == 0) /* older versions print 0.00 for a pair they skip */
+            continue;
+        double *cell = NULL;
+        if (c->nvb_test == NVB_H2D && row == 0)
+            cell = &d->h2d[col];
+        else if (c->nvb_test == NVB_D2H && row == 0)
+            cell = &d->d2h[col];
+        else if (c->nvb_test == NVB_D2D_WRITE && row != col) /* copies row -> column */
+            cell = &d->d2d[row][col];
+        else if (c->nvb_test == NVB_D2D_READ && row != col) /* row reads column: column -> row */
+            cell = &d->d2d[col][row];
+        if (cell && (isnan(*cell) || v > *cell))
+            *cell = v;
+        if (cell && c->nvb_test >= NVB_D2D_WRITE && d->ev.line == 0)
+            ev(c, &d->ev);
+    }
+}
+
+/* nvbandwidth's text output; 1 when the line was one of its matrix. */
+static int p_nvbw(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line);
+    if (!strncmp(p, "nvbandwidth Version:", 20)) {
+        c->nvb_on = 1;
+        kind(c, DR_K_NVBW);
+        return 1;
+    }
+    size_t l = strlen(p);
+    if (!strncmp(p, "Running ", 8) && l > 9 && p[l - 1] == '.' && strspn(p + 8, "abcdefghijklmnopqrstuvwxyz_0123456789") == l - 9) {
+        char name[64];
+        trim_copy(name, sizeof name, p + 8, p + l - 1);
+        c->nvb_test = nvb_test_of(name);
+        c->nvb_state = 0;
+        kind(c, DR_K_NVBW);
+        return 1;
+    }
+    if (nvb_device(c, p))
+        return 1;
+    if (c->nvb_on && nvb_waived(c, p))
+        return 1;
+    if (c->nvb_test == NVB_NONE && (c->nvb_test = nvb_test_of_title(p)) != NVB_NONE)
+        c->nvb_state = 0; /* a title without its "Running" line (an excerpt) */
+    if (c->nvb_test == NVB_NONE)
+        return 0;
+    if (!strncmp(p, "memcpy ", 7) && strstr(p, "bandwidth (GB/s)")) {
+        c->nvb_state = c->nvb_test == NVB_OTHER ? 0 : 1;
+        return 1;
+    }
+    if (!strncmp(p, "SUM ", 4)) {
+        c->nvb_test = NVB_NONE; /* the test's end: the next title may come without its "Running" line */
+        c->nvb_state = 0;
+        return 1;
+    }
+    if (c->nvb_state == 0)
+        return 0;
+    char buf[DP_LINE_MAX], *tok[DR_MAX_GPUS + 2];
+    snprintf(buf, sizeof buf, "%s", p);
+    int nt = pv_tokenize(buf, tok, DR_MAX_GPUS + 2);
+    long v;
+    if (c->nvb_state == 1) {
+        c->nvb_ncol = 0;
+        for (int k = 0; k < nt && is_int(tok[k], &v) && v == c->nvb_ncol && v < DR_MAX_GPUS; k++)
+            c->nvb_cols[c->nvb_ncol++] = (int)v;
+        c->nvb_state = nt > 0 && c->nvb_ncol == nt ? 2 : 0;
+        if (c->nvb_state == 2)
+            for (int k = 0; k < c->nvb_ncol; k++) /* the GPUs, where the device list is not there */
+                rec_get(c, "nvbw", DR_NS_CUDA, c->nvb_cols[k], NULL, NULL);
+        return c->nvb_state == 2;
+    }
+    if (nt < 2 || !is_int(tok[0], &v)) {
+        c->nvb_state = 0; /* the matrix ends */
+        return 0;
+    }
+    nvb_row(c, tok, nt);
+    kind(c, DR_K_NVBW);
+    return 1;
+}
+
+/* At the end of the file: nvbandwidth's P2P copies, each beside the host
+ * path of its two GPUs (the slowest of their copies to and from host memory:
+ * what copies staged through host memory would be limited by). */
+static void nvb_emit(dp_ctx *c)
+{
+    struct nvb_data *d = c->nvb;
+    if (!d)
+        return;
+    for (int a = 0; a < DR_MAX_GPUS; a++)
+        for (int b = 0; b < DR_MAX_GPUS; b++) {
+            double on = d->d2d[a][b], host = -1;
+            if (a == b || isnan(on))
+                continue;
+            const double hp[4] = {d->h2d[a], d->d2h[a], d->h2d[b], d->d2h[b]};
+            for (int k = 0; k < 4; k++)
+                if (!isnan(hp[k]) && (host < 0 || hp[k] < host))
+                    host = hp[k];
+            dr_ev e = d->ev;
+            char text[DR_EV_TEXT];
+            if (host > 0)
+                snprintf(text, sizeof text, "nvbandwidth GPU%d->GPU%d: P2P %.2f GB/s; host path %.2f GB/s (the slowest "
+                                            "copy of the two GPUs to or from host memory)", a, b, on, host);
+            else
+                snprintf(text, sizeof text, "nvbandwidth GPU%d->GPU%d: P2P %.2f GB/s", a, b, on);
+            snprintf(e.text, sizeof e.text, "%s", text);
+            pobs_add(c, DR_OBS_BW, DR_NS_CUDA, a, b, DR_BW_UNI, on, host, "nvbw", &e);
+        }
+    kind(c, DR_K_NVBW);
+}
+
+/* ------------------------------------------------------------ setpci */
+
+/* setpci's "-s" for one device: [[domain:]bus:]slot.func in hex; 0 on success. */
+static int sp_slot(const char *t, char *out, size_t outlen)
+{
+    unsigned dom = 0, bus, dev, fn;
+    char tail;
+    if (sscanf(t, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
+        dom = 0;
+        if (sscanf(t, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)
+            return -1;
+    }
+    if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7 || !isxdigit((unsigned char)t[0]))
+        return -1;
+    snprintf(out, outlen, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+    return 0;
+}
+
+/* setpci's register "ECAP_ACS+6.w", "ECAP0d+0x6.W", "14e.w", each with an
+ * optional "=VALUE" (a write), into r; 0 on success.  Other capabilities,
+ * named registers and masked writes: -1. */
+static int sp_reg(const char *t, dr_setpci *r)
+{
+    const char *p = t;
+    char *e = NULL;
+    r->acs = 0;
+    r->write = 0;
+    r->value = -1;
+    if (!strncasecmp(p, "ECAP_ACS", 8)) {
+        r->acs = 1;
+        p += 8;
+    } else if (!strncasecmp(p, "ECAP", 4) && isxdigit((unsigned char)p[4])) {
+        if (strtoul(p + 4, &e, 16) != 0xd)
+            return -1;
+        r->acs = 1;
+        p = e;
+    }
+    unsigned long reg = 0;
+    if (!r->acs) {
+        reg = strtoul(p, &e, 16);
+        if (e == p || (*e != '.' && *e != '+'))
+            return -1;
+        p = e;
+    }
+    if (*p == '+') {
+        reg += strtoul(p + 1, &e, 16);
+        if (e == p + 1)
+            return -1;
+        p = e;
+    }
+    if (*p != '.' || !strchr("bBwWlL", p[1]) || !p[1])
+        return -1;
+    r->width = tolower((unsigned char)p[1]) == 'b' ? 1 : (tolower((unsigned char)p[1]) == 'w' ? 2 : 4);
+    r->reg = (int)(reg & 0xfff);
+    p += 2;
+    if (*p == '@')
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    if (*p == '=') {
+        r->value = (long)strtoul(p + 1, &e, 16);
+        if (e == p + 1 || *e)
+            return -1;
+        r->write = 1;
+        return 0;
+    }
+    return *p ? -1 : 0;
+}
+
+static void sp_add(dp_ctx *c, const dr_setpci *r)
+{
+    dr_model *m = c->m;
+    if (m->nsetpci >= DR_MAX_SETPCI) {
+        m->truncated_recs++;
+        return;
+    }
+    dr_setpci *x = &m->setpci[m->nsetpci++];
+    *x = *r;
+    ev(c, &x->ev);
+    kind(c, DR_K_SETPCI);
+}
+
+/* A setpci command line: its writes are recorded, its reads wait for their
+ * value on the following lines (or come as -v's lines, or a loop's). */
+static void sp_command(dp_ctx *c, const char *args)
+{
+    char buf[DP_LINE_MAX], *tok[64], slot[16] = "";
+    snprintf(buf, sizeof buf, "%s", args);
+    int nt = pv_tokenize(buf, tok, 64), verbose = 0, loop = 0;
+    dr_setpci regs[4];
+    int nregs = 0;
+    for (int i = 0; i < nt; i++) {
+        char *t = tok[i];
+        if (!strcmp(t, ";") || !strcmp(t, "|") || !strcmp(t, "&&") || t[0] == '#')
+            break;
+        size_t l = strlen(t);
+        if (l && t[l - 1] == ';')
+            t[l - 1] = '\0';
+        if (!strcmp(t, "-v")) {
+            verbose = 1;
+        } else if (!strncmp(t, "-s", 2) || !strncmp(t, "-d", 2)) {
+            const char *a = t[2] ? t + 2 + (t[2] == '=') : (i + 1 < nt ? tok[++i] : "");
+            loop = t[1] == 'd' || sp_slot(a, slot, sizeof slot) != 0;
+        } else if (nregs < 4 && sp_reg(t, &regs[nregs]) == 0) {
+            snprintf(regs[nregs].busid, sizeof regs[nregs].busid, "%s", slot);
+            regs[nregs].cap_off = -1;
+            nregs++;
+        }
+    }
+    c->sp_npending = 0;
+    c->sp_loop = 0;
+    for (int k = 0; k < nregs; k++) {
+        if (loop) {
+            c->sp_loop = !regs[k].write && !verbose;
+            c->sp_loopreg = regs[k];
+            return;
+        }
+        if (regs[k].write)
+            sp_add(c, &regs[k]);
+        else if (!verbose && c->sp_npending < 4)
+            c->sp_pending[c->sp_npending++] = regs[k];
+    }
+}
+
+/* setpci -v's lines: "0000:02:08.0 (ecap 000d @148) @14e = 001d" (a read),
+ * "0000:02:08.0 (ecap 000d @148) @14e 0000" (a write); 1 when one. */
+static int sp_verbose(dp_ctx *c, const char *p)
+{
+    dr_setpci r;
+    memset(&r, 0, sizeof r);
+    r.cap_off = -1;
+    unsigned id, off, reg;
+    if (strlen(p) < 14 || p[12] != ' ')
+        return 0;
+    char slot[13];
+    memcpy(slot, p, 12);
+    slot[12] = '\0';
+    if (sp_slot(slot, r.busid, sizeof r.busid) != 0)
+        return 0;
+    const char *q = p + 13;
+    if (sscanf(q, "(ecap %x @%x) ", &id, &off) == 2) {
+        if (id != 0xd)
+            return 0;
+        r.acs = 1;
+        r.cap_off = (int)off;
+        q = strchr(q, ')') + 2;
+    }
+    char *e = NULL;
+    if (*q != '@' || (reg = (unsigned)strtoul(q + 1, &e, 16), e == q + 1))
+        return 0;
+    r.reg = r.acs ? (int)reg - r.cap_off : (int)reg;
+    q = e;
+    if (!strncmp(q, " = ", 3)) {
+        q += 3;
+    } else if (*q == ' ') {
+        q++;
+        r.write = 1;
+    } else {
+        return 0;
+    }
+    size_t digits = strspn(q, "0123456789abcdefABCDEF");
+    if ((digits != 2 && digits != 4 && digits != 8) || q[digits])
+        return 0;
+    r.width = (int)digits / 2;
+    r.value = (long)strtoul(q, NULL, 16);
+    sp_add(c, &r);
+    return 1;
+}
+
+static void p_setpci(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line), *q;
+    size_t digits = strspn(p, "0123456789abcdefABCDEF");
+    if (!strncmp(p, "[sudo]", 6))
+        return; /* sudo's password prompt between a command and its output */
+    if (c->sp_npending > 0 && digits == (size_t)c->sp_pending[0].width * 2 && !p[digits]) {
+        dr_setpci r = c->sp_pending[0];
+        r.value = (long)strtoul(p, NULL, 16);
+        sp_add(c, &r);
+        memmove(c->sp_pending, c->sp_pending + 1, sizeof c->sp_pending[0] * (size_t)--c->sp_npending);
+        return;
+    }
+    if ((q = strstr(line, "setpci")) && (q == line || !isalnum((unsigned char)q[-1])) && q[6] == ' ' &&
+        !strstr(line, "not found")) {
+        sp_command(c, q + 7);
+        return;
+    }
+    if (sp_verbose(c, p))
+        return;
+    char b[16];
+    if (strstr(p, "not found") && ci_find(p, "capability 000d") && dp_find_busid(p, b, sizeof b) == 0) {
+        /* "setpci: 0000:00:01.0: Instance #0 of Extended capability 000d not found - ..." */
+        dr_setpci r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.busid, sizeof r.busid, "%s", b);
+        r.acs = 1;
+        r.cap_off = -1;
+        r.value = -1;
+        sp_add(c, &r);
+        return;
+    }
+    if (c->sp_loop && *p) {
+        /* a loop's "02:08.0: 001d" or "0000:02:08.0 001d" */
+        char slot[24], val[16], extra;
+        int n = sscanf(p, "%23s %15s %c", slot, val, &extra);
+        size_t sl = strlen(slot);
+        if (n == 2 && sl && slot[sl - 1] == ':')
+            slot[sl - 1] = '\0';
+        size_t vd = strspn(val, "0123456789abcdefABCDEF");
+        dr_setpci r = c->sp_loopreg;
+        if (n == 2 && sp_slot(slot, r.busid, sizeof r.busid) == 0 && vd == (size_t)r.width * 2 && !val[vd]) {
+            r.value = (long)strtoul(val, NULL, 16);
+            sp_add(c, &r);
+        } else {
+            c->sp_loop = 0;
+        }
+    }
+    if (*p)
+        c->sp_npending = 0;
 }
 
 /* ------------------------------------------------------------ CUDA samples */
@@ -1862,11 +2371,94 @@ static void p_torch(dp_ctx *c, const char *line)
 
 /* ------------------------------------------------------------ NCCL */
 
+/* NCCL_P2P_DISABLE in a line: NCCL's own "NCCL_P2P_DISABLE set by environment
+ * to 1" (the run it is in), "export NCCL_P2P_DISABLE=1" (every later run),
+ * "NCCL_P2P_DISABLE=1 ./all_reduce_perf ..." (the next run); unset and 0 undo. */
+static void nc_p2p_env(dp_ctx *c, const char *line, const char *p)
+{
+    const char *v = p + 16;
+    if (strstr(line, "unset NCCL_P2P_DISABLE")) {
+        c->nc_env_off = 0;
+        return;
+    }
+    int off;
+    if (!strncmp(v, " set by environment to ", 23))
+        off = atoi(v + 23) != 0;
+    else if (*v == '=')
+        off = atoi(v + 1 + (v[1] == '"' || v[1] == '\'')) != 0;
+    else
+        return;
+    if (strstr(line, "NCCL INFO") && c->nc_run)
+        c->nc_off = off;
+    else if (strstr(line, "export "))
+        c->nc_env_off = off;
+    else
+        c->nc_cmd_off = off;
+}
+
+/* The end of an nccl-tests run: its bus bandwidth, kept per P2P state (the
+ * better of two runs of one state). */
+static void nc_close_run(dp_ctx *c)
+{
+    if (!c->nc_run)
+        return;
+    c->nc_run = 0;
+    dr_busbw *b = &c->m->sys.nccl_bus[c->nc_off ? 1 : 0], *r = &c->nc_bus;
+    if (r->avg <= 0 && r->peak <= 0)
+        return;
+    if ((r->avg > 0 && r->avg > b->avg) || (b->avg <= 0 && r->peak > b->peak))
+        *b = *r;
+}
+
+static void nc_open_run(dp_ctx *c)
+{
+    nc_close_run(c);
+    c->nc_run = 1;
+    c->nc_off = c->nc_env_off || c->nc_cmd_off;
+    c->nc_cmd_off = 0;
+    c->nc_bus.avg = c->nc_bus.peak = -1;
+    c->nc_bus.ngpus = 0;
+    c->nc_bus.dev[0] = c->nc_bus.dev[1] = -1;
+    ev(c, &c->nc_bus.ev);
+}
+
+/* A result row of nccl-tests: its out-of-place busbw. */
+static void nc_row(dp_ctx *c, char **tok, int nt)
+{
+    char *end = NULL;
+    int k = c->nc_busbw_col;
+    if (!c->nc_run || k < 0 || k >= nt)
+        return;
+    double v = strtod(tok[k], &end);
+    if (end != tok[k] && !*end && isfinite(v) && v > c->nc_bus.peak)
+        c->nc_bus.peak = v;
+}
+
 static void p_nccl(dp_ctx *c, const char *line)
 {
     dr_sys *s = &c->m->sys;
     const char *p;
-    if ((p = strstr(line, "Init COMPLETE")) && (p = strstr(line, " rank "))) {
+    if ((p = strstr(line, "NCCL_P2P_DISABLE")))
+        nc_p2p_env(c, line, p);
+    if (line[0] == '#' && strstr(line, "nThread ") && strstr(line, "nGpus ")) {
+        nc_open_run(c);
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    if ((p = strstr(line, "# Avg bus bandwidth")) && (p = strchr(p, ':'))) {
+        char *end = NULL;
+        double v = strtod(p + 1, &end);
+        if (c->nc_run && end != p + 1 && isfinite(v) && v > 0) {
+            c->nc_bus.avg = v;
+            ev(c, &c->nc_bus.ev);
+        }
+        nc_close_run(c);
+        kind(c, DR_K_NCCL);
+        return;
+    }
+    /* "comm 0x.. rank 4 nranks 8 cudaDev 4 nvmlDev 4 busId 91000 commId 0x.. - Init COMPLETE", and the
+     * same fields at the end of a run: "comm 0x.. rank 4 nranks 8 cudaDev 4 busId 91000 - Destroy COMPLETE" */
+    if (((p = strstr(line, "Init COMPLETE")) || (p = strstr(line, "Destroy COMPLETE"))) && (p = strstr(line, " rank "))) {
         int rank = atoi(p + 6);
         const char *d = strstr(line, "cudaDev ");
         const char *b = strstr(line, "busId ");
@@ -1902,6 +2494,9 @@ static void p_nccl(dp_ctx *c, const char *line)
             rec_get(c, "nccl", DR_NS_CUDA, dev, b, name);
             if (rank >= 0 && rank < MAX_RANKS)
                 c->rank_dev[rank] = dev;
+            if (c->nc_run && rank >= 0 && rank < 2)
+                c->nc_bus.dev[rank] = dev;
+            c->nc_bus.ngpus += c->nc_run;
         }
         kind(c, DR_K_NCCL);
         return;
@@ -1923,6 +2518,7 @@ static void p_nccl(dp_ctx *c, const char *line)
         for (int i = 0; i < nt && c->nt_nwrong < 4; i++)
             if (!strcmp(tok[i], "#wrong") || !strcmp(tok[i], "wrong"))
                 c->nt_wrong[c->nt_nwrong++] = i - (tok[0][0] == '#' && tok[0][1] == '\0' ? 1 : 0);
+        c->nc_busbw_col = c->nt_nwrong > 0 ? c->nt_wrong[0] - 1 : -1;
         kind(c, DR_K_NCCL);
         return;
     }
@@ -1937,6 +2533,7 @@ static void p_nccl(dp_ctx *c, const char *line)
             if (at >= 0 && at < nt && is_int(tok[at], &w) && w > 0)
                 setn(c, &s->nccl_wrong, 1);
         }
+        nc_row(c, tok, nt);
         return;
     }
     if (!strstr(line, "NCCL INFO") || !strstr(line, " via "))
@@ -1951,11 +2548,86 @@ static void p_nccl(dp_ctx *c, const char *line)
         a = c->rank_dev[a];
     if (b >= 0 && b < MAX_RANKS && c->rank_dev[b] >= 0)
         b = c->rank_dev[b];
-    pobs_add(c, DR_OBS_NCCL, DR_NS_CUDA, a, b, 0, 0, 0, cls, NULL);
+    pobs_add(c, DR_OBS_NCCL, DR_NS_CUDA, a, b, c->nc_run ? c->nc_off : (c->nc_env_off || c->nc_cmd_off), 0, 0, cls,
+             NULL);
     kind(c, DR_K_NCCL);
 }
 
 /* ------------------------------------------------------------ p2p-verify (text) */
+
+/* "= 450.0 GB/s per direction" of a limit's description: the figure, -1 none. */
+static double gbps_per_direction(const char *s)
+{
+    const char *q = strstr(s, " GB/s per direction"), *b = q;
+    if (!q)
+        return -1;
+    while (b > s && (isdigit((unsigned char)b[-1]) || b[-1] == '.'))
+        b--;
+    return b < q ? atof(b) : -1;
+}
+
+/* An all-reduce's bus bandwidth (p2p-verify's text or JSON) for P2P allowed
+ * (0) or disabled (1): the largest of its sizes. */
+static void bus_peak(dp_ctx *c, int idx, double v, int ngpus, const int *dev, const dr_ev *e)
+{
+    dr_busbw *b = &c->m->sys.nccl_bus[idx];
+    if (!isfinite(v) || v <= 0 || v <= b->peak || b->avg > 0)
+        return;
+    b->peak = v;
+    b->ngpus = ngpus;
+    b->dev[0] = ngpus == 2 ? dev[0] : -1;
+    b->dev[1] = ngpus == 2 ? dev[1] : -1;
+    b->ev = *e;
+}
+
+/* p2p-verify's text: its limits and its NCCL table; 1 when the line was one. */
+static int vt_more(dp_ctx *c, const char *line)
+{
+    const char *p;
+    int a, b;
+    if ((p = strstr(line, "P2P on : ")) && sscanf(skip_ws(line), "GPU%d<->GPU%d", &a, &b) == 2) {
+        double lim = gbps_per_direction(p);
+        const char *type = !strncmp(p + 9, "NVLink", 6) ? "nvlink" : "pcie";
+        if (lim > 0) {
+            pobs_add(c, DR_OBS_LIMIT, DR_NS_CUDA, a, b, 0, lim, -1, type, NULL);
+            pobs_add(c, DR_OBS_LIMIT, DR_NS_CUDA, b, a, 0, lim, -1, type, NULL);
+        }
+        return 1;
+    }
+    if ((p = strstr(line, "ncclCommInitAll over GPUs "))) {
+        const char *q = p + 26;
+        char *e = NULL;
+        c->vt_ndev = 0;
+        while (isdigit((unsigned char)*q)) {
+            long v = strtol(q, &e, 10);
+            if (c->vt_ndev < 2)
+                c->vt_dev[c->vt_ndev] = (int)v;
+            c->vt_ndev++;
+            q = *e == ',' ? e + 1 : e;
+        }
+        return 1;
+    }
+    if (strstr(line, "| P2P allowed") && strstr(line, "NCCL_P2P_DISABLE=1")) {
+        c->vt_nccl = 1;
+        return 1;
+    }
+    if (!c->vt_nccl)
+        return 0;
+    const char *b1 = strchr(line, '|'), *b2 = b1 ? strchr(b1 + 1, '|') : NULL;
+    if (!b2) {
+        c->vt_nccl = 0;
+        return 0;
+    }
+    const char *part[2] = {b1 + 1, b2 + 1};
+    dr_ev e;
+    ev(c, &e);
+    for (int k = 0; k < 2; k++) {
+        double t, v;
+        if (sscanf(part[k], "%lf %lf", &t, &v) == 2)
+            bus_peak(c, k, v, c->vt_ndev, c->vt_dev, &e);
+    }
+    return 1;
+}
 
 static void p_verify_text(dp_ctx *c, const char *line)
 {
@@ -1986,7 +2658,7 @@ static void p_verify_text(dp_ctx *c, const char *line)
         kind(c, DR_K_VERIFY);
         return;
     }
-    if (!c->vt_on)
+    if (!c->vt_on || vt_more(c, line))
         return;
     p = skip_ws(line);
     if (!strncmp(p, "GPU", 3) && isdigit((unsigned char)p[3]) && strstr(p, "->GPU")) {
@@ -2031,6 +2703,117 @@ static void p_verify_text(dp_ctx *c, const char *line)
 }
 
 /* ------------------------------------------------------------ p2p-verify (JSON) */
+
+/* p2p-verify --json's bandwidth and latency matrices (matrix_gpus' order). */
+static void js_perf(dp_ctx *c, const dj_doc *d, const int *ids, int n)
+{
+    static const struct {
+        const char *on, *off;
+        int kind;
+    } mx[] = {{"unidirectional_p2p_on", "unidirectional_p2p_off", DR_BW_UNI},
+              {"bidirectional_p2p_on", "bidirectional_p2p_off", DR_BW_BI},
+              {"latency_us_p2p_on", "latency_us_p2p_off", DR_BW_LAT}};
+    int perf = dj_get(d, 0, "performance");
+    for (size_t k = 0; k < sizeof mx / sizeof mx[0]; k++) {
+        int on = dj_get(d, perf, mx[k].on), off = dj_get(d, perf, mx[k].off);
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) {
+                double x = dj_num(d, dj_at(d, dj_at(d, on, a), b), -1), y = dj_num(d, dj_at(d, dj_at(d, off, a), b), -1);
+                if (a == b || ids[a] < 0 || ids[b] < 0 || (x < 0 && y < 0))
+                    continue;
+                dr_ev e;
+                char text[DR_EV_TEXT];
+                snprintf(text, sizeof text, "performance.%s[GPU%d][GPU%d] = %.2f, P2P off %.2f", mx[k].on, ids[a],
+                         ids[b], x, y);
+                evt(c, &e, text);
+                pobs_add(c, DR_OBS_BW, DR_NS_CUDA, ids[a], ids[b], mx[k].kind, x, y, "verify", &e);
+            }
+    }
+}
+
+/* p2p-verify --json's nvidia-smi matrices (topo -p2p r, w; topo -m), in
+ * matrix_gpus' order. */
+static void js_smi(dp_ctx *c, const dj_doc *d, const int *ids, int n)
+{
+    static const struct {
+        const char *key;
+        int mode;
+    } mx[] = {{"p2p_read", 'r'}, {"p2p_write", 'w'}, {"topo", 0}};
+    int smi = dj_get(d, 0, "nvidia_smi");
+    for (size_t k = 0; k < sizeof mx / sizeof mx[0]; k++) {
+        int m = dj_get(d, smi, mx[k].key);
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) {
+                char cell[24], text[DR_EV_TEXT];
+                dj_str(d, dj_at(d, dj_at(d, m, a), b), cell, sizeof cell);
+                int topo = !mx[k].mode && topo_cell(cell), cap = mx[k].mode && p2p_cell(cell);
+                if (a == b || ids[a] < 0 || ids[b] < 0 || (!topo && !cap))
+                    continue;
+                dr_ev e;
+                snprintf(text, sizeof text, "nvidia_smi.%s[GPU%d][GPU%d] = %s", mx[k].key, ids[a], ids[b], cell);
+                evt(c, &e, text);
+                pobs_add(c, topo ? DR_OBS_TOPO : DR_OBS_P2PCAP, DR_NS_CUDA, ids[a], ids[b], mx[k].mode, 0, 0, cell, &e);
+            }
+    }
+}
+
+/* p2p-verify --json's links: the limit of each pair's P2P path. */
+static void js_links(dp_ctx *c, const dj_doc *d)
+{
+    int links = dj_get(d, 0, "links");
+    for (int x = dj_at(d, links, 0); x >= 0; x = d->nodes[x].next) {
+        int a = (int)dj_num(d, dj_get(d, x, "gpu_a"), -1), b = (int)dj_num(d, dj_get(d, x, "gpu_b"), -1);
+        int pp = dj_get(d, x, "p2p_path");
+        double lim = dj_num(d, dj_get(d, pp, "limit_gbps_per_direction"), -1);
+        char type[24], desc[160], text[DR_EV_TEXT];
+        dj_str(d, dj_get(d, pp, "type"), type, sizeof type);
+        dj_str(d, dj_get(d, pp, "description"), desc, sizeof desc);
+        if (lim <= 0)
+            continue;
+        dr_ev e;
+        snprintf(text, sizeof text, "links: GPU%d<->GPU%d P2P path %s", a, b, desc);
+        evt(c, &e, text);
+        pobs_add(c, DR_OBS_LIMIT, DR_NS_CUDA, a, b, 0, lim, -1, type, &e);
+        pobs_add(c, DR_OBS_LIMIT, DR_NS_CUDA, b, a, 0, lim, -1, type, &e);
+    }
+}
+
+/* p2p-verify --json's NCCL runs: bus bandwidth with P2P allowed and disabled,
+ * and the transports NCCL chose. */
+static void js_nccl(dp_ctx *c, const dj_doc *d)
+{
+    int nc = dj_get(d, 0, "nccl"), gpus = dj_get(d, nc, "gpus"), dev[2] = {-1, -1};
+    int ng = gpus >= 0 ? d->nodes[gpus].nchild : 0;
+    for (int k = 0; k < 2 && k < ng; k++)
+        dev[k] = (int)dj_num(d, dj_at(d, gpus, k), -1);
+    for (int x = dj_at(d, dj_get(d, nc, "runs"), 0); x >= 0; x = d->nodes[x].next) {
+        char p2p[48], text[DR_EV_TEXT];
+        dj_str(d, dj_get(d, x, "p2p"), p2p, sizeof p2p);
+        int idx = !strcmp(p2p, "allowed") ? 0 : (!strncmp(p2p, "disabled", 8) ? 1 : -1);
+        if (idx < 0 || dj_bool(d, dj_get(d, x, "ran")) != 1)
+            continue;
+        double peak = -1;
+        for (int z = dj_at(d, dj_get(d, x, "sizes"), 0); z >= 0; z = d->nodes[z].next) {
+            double v = dj_num(d, dj_get(d, z, "busbw_gbps"), -1);
+            if (v > peak)
+                peak = v;
+        }
+        dr_ev e;
+        snprintf(text, sizeof text, "nccl.runs[%s]: busbw %.2f GB/s at the largest size", p2p, peak);
+        evt(c, &e, text);
+        bus_peak(c, idx, peak, ng, dev, &e);
+        for (int t = dj_at(d, dj_get(d, x, "transports"), 0); t >= 0; t = d->nodes[t].next) {
+            char via[64], cls[16];
+            dj_str(d, dj_get(d, t, "via"), via, sizeof via);
+            pv_nccl_transport_class(via, cls, sizeof cls);
+            snprintf(text, sizeof text, "nccl.runs[%s].transports: GPU%d->GPU%d via %s", p2p,
+                     (int)dj_num(d, dj_get(d, t, "src_gpu"), -1), (int)dj_num(d, dj_get(d, t, "dst_gpu"), -1), via);
+            evt(c, &e, text);
+            pobs_add(c, DR_OBS_NCCL, DR_NS_CUDA, (int)dj_num(d, dj_get(d, t, "src_gpu"), -1),
+                     (int)dj_num(d, dj_get(d, t, "dst_gpu"), -1), idx, 0, 0, cls, &e);
+        }
+    }
+}
 
 static void js_verify(dp_ctx *c, const dj_doc *d)
 {
@@ -2102,6 +2885,10 @@ static void js_verify(dp_ctx *c, const dj_doc *d)
             evt(c, &e, text);
             pobs_add(c, DR_OBS_ACCESS, DR_NS_CUDA, ids[a], ids[b], v, 0, 0, NULL, &e);
         }
+    js_perf(c, d, ids, n);
+    js_smi(c, d, ids, n);
+    js_links(c, d);
+    js_nccl(c, d);
     int integ = dj_get(d, 0, "integrity");
     int st = dj_get(d, integ, "self_test");
     if (st >= 0 && d->nodes[st].type != DJ_NULL)
@@ -2238,16 +3025,11 @@ static void p_lspci(dp_ctx *c, const char *line)
             c->pci_kind = c->pci_idx >= 0 ? 1 : 0;
             kind(c, DR_K_LSPCI);
         } else if (strstr(cls, "PCI bridge")) {
-            if (m->nbridges < DR_MAX_BRIDGES) {
-                c->pci_idx = m->nbridges++;
+            c->pci_idx = dr_bridge_get(m, busid);
+            if (c->pci_idx >= 0) {
                 dr_bridge *br = &m->bridges[c->pci_idx];
-                memset(br, 0, sizeof(*br));
-                snprintf(br->busid, sizeof br->busid, "%s", busid);
-                br->sec = br->sub = -1;
                 trim_copy(br->name, sizeof br->name, desc, desc + strlen(desc));
                 c->pci_kind = 2;
-            } else {
-                m->truncated_recs++;
             }
             kind(c, DR_K_LSPCI);
         } else {
@@ -2307,6 +3089,8 @@ static void p_lspci(dp_ctx *c, const char *line)
             br->type = 2;
         } else if (strstr(p, "Express") && strstr(p, "Upstream Port")) {
             br->type = 3;
+        } else if ((q = strstr(p, "Capabilities: [")) && strstr(q, "Access Control Services")) {
+            br->acs_cap = (int)strtol(q + 15, NULL, 16);
         }
         return;
     }
@@ -2393,6 +3177,115 @@ static void p_lspci(dp_ctx *c, const char *line)
     }
 }
 
+/* ------------------------------------------------------------ lspci -t */
+
+/* "[0000:40]" (or "[40]", lspci before domains): a tree's root at p, its
+ * domain and bus; the length, 0 when none. */
+static int lt_root_at(const char *p, int *dom, int *bus)
+{
+    unsigned d = 0, b;
+    int n = 0;
+    if (sscanf(p, "[%4x:%2x]%n", &d, &b, &n) == 2 && n == 9) {
+        *dom = (int)d;
+        *bus = (int)b;
+        return n;
+    }
+    if (sscanf(p, "[%2x]%n", &b, &n) == 1 && n == 4) {
+        *dom = 0;
+        *bus = (int)b;
+        return n;
+    }
+    return 0;
+}
+
+/* The devices after a connector ("-+-", "----", "--\-") from k are on bus. */
+static void lt_children(dp_ctx *c, const char *line, size_t k, int bus)
+{
+    k += strspn(line + k, "-+\\");
+    if (isxdigit((unsigned char)line[k]) && k < sizeof c->lt_bus / sizeof c->lt_bus[0])
+        c->lt_bus[k] = (short)bus;
+}
+
+/* An NVIDIA GPU by its lspci name (function 0, not its audio, USB or a switch). */
+static int lt_gpu_name(const char *name, int fn)
+{
+    static const char *const not_gpu[] = {"Audio", "USB", "Serial", "UCSI", "NVSwitch", "Bridge", "ConnectX",
+                                          "BlueField", "Ethernet", "Network"};
+    if (fn != 0 || !(strstr(name, "NVIDIA") || strstr(name, "[10de:")))
+        return 0;
+    for (size_t i = 0; i < sizeof not_gpu / sizeof not_gpu[0]; i++)
+        if (strstr(name, not_gpu[i]))
+            return 0;
+    return 1;
+}
+
+/* A device "dd.f" at column i of a tree line: a bridge with its bus range
+ * (its children's bus), or a device with its name.  Returns where to go on. */
+static size_t lt_device(dp_ctx *c, const char *line, size_t i)
+{
+    int dev = hexval(line[i]) * 16 + hexval(line[i + 1]), fn = hexval(line[i + 3]);
+    int bus = i < sizeof c->lt_bus / sizeof c->lt_bus[0] ? c->lt_bus[i] : -1;
+    char b[16] = "";
+    if (bus >= 0 && dev <= 0x1f && fn <= 7)
+        snprintf(b, sizeof b, "%04x:%02x:%02x.%x", c->lt_dom, bus, dev, fn);
+    size_t j = i + 4;
+    unsigned sec, sub;
+    int n = 0;
+    if (line[j] == '-' && line[j + 1] == '[' &&
+        (sscanf(line + j + 1, "[%2x-%2x]%n", &sec, &sub, &n) == 2 || (sscanf(line + j + 1, "[%2x]%n", &sec, &n) == 1 && (sub = sec, 1)))) {
+        int k = b[0] ? dr_bridge_get(c->m, b) : -1;
+        if (k >= 0) {
+            dr_bridge *br = &c->m->bridges[k];
+            if (br->sec < 0) {
+                br->sec = (int)sec;
+                br->sub = (int)sub;
+            }
+            if (br->type == 0 && bus == c->lt_root)
+                br->type = 1; /* on the root bus: a root port */
+        }
+        lt_children(c, line, j + 1 + (size_t)n, (int)sec);
+        return j + (size_t)n;
+    }
+    const char *name = skip_ws(line + j);
+    if (b[0] && lt_gpu_name(name, fn))
+        rec_get(c, "lspci", DR_NS_NONE, -1, b, name);
+    return strlen(line) - 1;
+}
+
+/* lspci -t (-v, -nn): "-[0000:00]-+-01.1-[01-05]----00.0-[02-05]--+-08.0-[03]----00.0  NVIDIA ...":
+ * the bridges with their bus ranges (which GPUs share a switch) and the GPUs.
+ * 1 when the line was part of a tree. */
+static int p_lstree(dp_ctx *c, const char *line)
+{
+    size_t lead = strspn(line, " -+\\|");
+    int dom, bus, n = lt_root_at(line + lead, &dom, &bus);
+    if (n > 0 && line[lead + (size_t)n] == '-') {
+        c->lt_on = 1;
+        c->lt_dom = dom;
+        c->lt_root = bus;
+        lt_children(c, line, lead + (size_t)n, bus);
+        kind(c, DR_K_LSPCIT);
+    } else if (!c->lt_on || !line[0]) {
+        c->lt_on = 0; /* (a blank line ends it) */
+        return 0;
+    } else if (line[0] != ' ' && line[0] != '|') {
+        return 0; /* the tail of a wrapped name, or another output: the tree may go on */
+    }
+    int found = 0;
+    for (size_t i = lead > 0 ? lead : 1; line[i]; i++)
+        if (line[i - 1] == '-' && isxdigit((unsigned char)line[i]) && isxdigit((unsigned char)line[i + 1]) &&
+            line[i + 2] == '.' && isxdigit((unsigned char)line[i + 3]) &&
+            (line[i + 4] == '-' || line[i + 4] == ' ' || !line[i + 4])) {
+            i = lt_device(c, line, i);
+            found = 1;
+        }
+    if (!found && line[strspn(line, " |")]) {
+        c->lt_on = 0; /* no device and not the tree's drawing: another output */
+        return 0;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------ driver */
 
 dp_ctx *dp_begin(dr_model *m, int fi)
@@ -2407,6 +3300,9 @@ dp_ctx *dp_begin(dr_model *m, int fi)
     for (int i = 0; i < MAX_RANKS; i++)
         c->rank_dev[i] = -1;
     c->hint_cmdline = strstr(c->fname, "cmdline") != NULL;
+    for (size_t i = 0; i < sizeof c->lt_bus / sizeof c->lt_bus[0]; i++)
+        c->lt_bus[i] = -1;
+    c->nc_busbw_col = -1;
     return c;
 }
 
@@ -2430,6 +3326,9 @@ void dp_line(dp_ctx *c, const char *line, long lineno)
         c->mx_style = 0;
         return;
     }
+    if (p_nvbw(c, line) || p_lstree(c, line))
+        return;
+    p_setpci(c, line);
     if (p_matrix(c, line))
         return;
     p_smiq(c, line);
@@ -2459,8 +3358,19 @@ void dp_end(dp_ctx *c)
     js_close(c);
     mi_close(c);
     sp_close(c);
+    nc_close_run(c);
     bw_emit(c);
+    nvb_emit(c);
+    if (c->mx_short)
+        dr_note(c->m, "%s: %d matrix row%s cut or wrapped (fewer values than the header, or a value without the "
+                      "decimals the tools print): the cut value%s not read",
+                c->fname, c->mx_short, c->mx_short == 1 ? "" : "s", c->mx_short == 1 ? " was" : "s were");
+    if (c->mx_bad)
+        dr_note(c->m, "%s: %d matrix value%s not a number p2p-doctor reads (e.g. '%s': decimal commas, "
+                      "thousands separators): not read", c->fname, c->mx_bad, c->mx_bad == 1 ? " is" : "s are",
+                c->mx_bad_tok);
     free(c->bw);
+    free(c->nvb);
     free(c);
 }
 

@@ -27,7 +27,8 @@ static const char *kind_name(unsigned k)
         {DR_K_IOMMU, "IOMMU state"},       {DR_K_SYSFS, "sysfs"},
         {DR_K_USERSPACE, "userspace libraries"}, {DR_K_P2PSTATE, "nvidia-p2p state"},
         {DR_K_MANIFEST, "bundle manifest"}, {DR_K_CUDAERR, "P2P test result"},
-        {DR_K_DEVQUERY, "GPU list"},
+        {DR_K_DEVQUERY, "GPU list"},       {DR_K_NVBW, "nvbandwidth"},
+        {DR_K_SETPCI, "setpci"},           {DR_K_LSPCIT, "lspci -t"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (k & names[i].bit)
@@ -88,6 +89,16 @@ static void finding_text(FILE *f, const dr_model *m, const dr_finding *x)
     else if (x->scope == DR_SCOPE_PAIR)
         fprintf(f, " (%s-%s)", a, b);
     fprintf(f, " [%s, %s]\n    %s\n", dr_sev_name(x->severity), dr_cert_name(x->certainty), x->summary);
+    if (x->ncause)
+        fprintf(f, "    likely causes, most likely first:\n");
+    else if (x->ruled_out[0] || x->not_shown[0])
+        fprintf(f, "    likely causes: none that the outputs read show\n");
+    for (int i = 0; i < x->ncause; i++)
+        fprintf(f, "      %d. %s [%s]: %s\n", i + 1, x->cause[i].id, dr_cert_name(x->cause[i].certainty), x->cause[i].why);
+    if (x->ruled_out[0])
+        fprintf(f, "    ruled out: %s\n", x->ruled_out);
+    if (x->not_shown[0])
+        fprintf(f, "    not shown by the outputs (collect them): %s\n", x->not_shown);
     for (int i = 0; i < x->nev; i++)
         fprintf(f, "    evidence: %s:%ld: %s\n", x->ev[i].file, x->ev[i].line, x->ev[i].text);
     if (x->fix[0])
@@ -294,6 +305,17 @@ void dr_report_json(FILE *f, const dr_model *m, const dr_diag *d, const char *so
             json_ev(&j, NULL, &x->ev[k]);
         pvj_end_arr(&j);
         pvj_str(&j, "fix", x->fix[0] ? x->fix : NULL);
+        pvj_arr(&j, "causes");
+        for (int k = 0; k < x->ncause; k++) {
+            pvj_obj(&j, NULL);
+            pvj_str(&j, "id", x->cause[k].id);
+            pvj_str(&j, "certainty", dr_cert_name(x->cause[k].certainty));
+            pvj_str(&j, "why", x->cause[k].why);
+            pvj_end_obj(&j);
+        }
+        pvj_end_arr(&j);
+        pvj_str(&j, "ruled_out", x->ruled_out[0] ? x->ruled_out : NULL);
+        pvj_str(&j, "not_shown", x->not_shown[0] ? x->not_shown : NULL);
         pvj_end_obj(&j);
     }
     pvj_end_arr(&j);
@@ -378,5 +400,7 @@ void dr_report_brief(FILE *f, const dr_model *m, const dr_diag *d)
         brief_text(f, v->why);
         fputc('\n', f);
     }
+    if (d->works_now)
+        fprintf(f, "works\t%d\t%s\n", d->works_now, d->module_version[0] ? d->module_version : "-");
     fprintf(f, "verdict\t%s\t%d\n", d->status, d->exit_code);
 }

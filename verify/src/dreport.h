@@ -16,6 +16,8 @@ void dr_report_json(FILE *f, const dr_model *m, const dr_diag *d, const char *so
  *   gpu <label> <PCI address> <name> <BAR1 and VRAM>
  *   finding <id> <severity> <certainty> <subject: GPU0, GPU0-GPU1, machine> <summary>
  *   pair <from> <to> <verdict> <basis> <why>
+ *   works <pairs> <driver version or ->   (every pair OK in topo -p2p r and w with the
+ *                                          loaded driver, nothing stops P2P)
  *   verdict <status> <exit code> */
 void dr_report_brief(FILE *f, const dr_model *m, const dr_diag *d);
 

@@ -15,13 +15,16 @@
 #include <string.h>
 
 #include "dparse.h"
+#include "limits.h"
+#include "sysparse.h"
 
 const char *const dr_finding_ids[] = {
     "iommu-translated", "acs-redirect", "rebar-off", "bar1-unassigned", "bar1-smaller-than-vram",
     "bar1-as-large-as-vram", "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
     "userspace-mismatch", "stock-module-loaded", "p2p-options-missing", "regkeys-wrong-generation",
     "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
-    "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine", NULL};
+    "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine",
+    "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed", NULL};
 
 const char *dr_verdict_name(int v)
 {
@@ -365,7 +368,15 @@ typedef struct {
     dr_ev corrupt_ev;
     double bw_on, bw_off; /* best of uni/bi, GB/s; -1 */
     int bw_kind;
+    int bw_hostpath; /* bw_off is nvbandwidth's host path, not a staged copy */
     dr_ev bw_ev;
+    double lat_on, lat_off; /* latency with P2P on and off, us; -1 */
+    dr_ev lat_ev;
+    double limit; /* p2p-verify's limit of the P2P path, GB/s per direction; -1 */
+    char limit_type[24];
+    unsigned cap_ok; /* topo -p2p modes that report OK: 1 r, 2 w */
+    int cap_bad;     /* a topo -p2p mode that reports anything else */
+    int nccl_shm;    /* NCCL chose SHM (not P2P) with P2P allowed */
 } pobs_sum;
 
 typedef struct {
@@ -376,6 +387,7 @@ typedef struct {
     int corrupt_unpaired;
     dr_ev corrupt_unpaired_ev;
     int new_keys; /* the module (or tag) numbers RMForceP2PType the 575 way: 1, 0 older, -1 unknown */
+    int unexplained; /* a pair's state, or why P2P fails, cannot be told (exit 31) */
 } ctx;
 
 #define PS(c, a, b) (&(c)->ps[(size_t)(a) * DR_MAX_GPUS + (size_t)(b)])
@@ -391,6 +403,45 @@ static void set_access(pobs_sum *s, int v, int src, const dr_ev *e)
     s->access_ev = *e;
 }
 
+/* A bandwidth or latency observation of a pair.  P2P clearly slower than
+ * host staging (below 0.8 of it, the symptom's bound) means peer copies do
+ * happen: a pair without peer access falls back to the very staged copy that
+ * P2P=Disabled measures, so it cannot be much slower than itself; about as
+ * fast means none do, unless another output says there is peer access.
+ * nvbandwidth measures a pair only after CUDA enabled peer access between
+ * them (its host path is no staged copy). */
+static void sum_bw(pobs_sum *s, const dr_pobs *o)
+{
+    int hostpath = !strcmp(o->text, "nvbw");
+    if (o->val == DR_BW_LAT) {
+        if (o->x > 0 && (s->lat_on < 0 || o->x < s->lat_on)) {
+            s->lat_on = o->x;
+            s->lat_off = o->y;
+            s->lat_ev = o->ev;
+        }
+        if (o->x > 0 && o->y > 0 && s->access_src <= 1 && o->x < 0.6 * o->y)
+            set_access(s, 1, 1, &o->ev);
+        return;
+    }
+    /* unidirectional figures first (they are what people compare), the best of them */
+    int uni = o->val == DR_BW_UNI, had_uni = s->bw_kind == DR_BW_UNI;
+    if ((uni && (!had_uni || o->x > s->bw_on)) || (!uni && !had_uni && o->x > s->bw_on)) {
+        s->bw_on = o->x;
+        s->bw_off = o->y;
+        s->bw_kind = o->val;
+        s->bw_hostpath = hostpath;
+        s->bw_ev = o->ev;
+    }
+    if (hostpath && o->x > 0)
+        set_access(s, 1, 4, &o->ev);
+    if (o->x <= 0 || o->y <= 0 || hostpath)
+        return;
+    if (o->x > 1.3 * o->y || o->x < 0.8 * o->y)
+        set_access(s, 1, 1, &o->ev);
+    else if (o->x < 1.1 * o->y && s->access_src < 1)
+        set_access(s, 0, 1, &o->ev);
+}
+
 static void summarize_pobs(ctx *c)
 {
     dr_model *m = c->m;
@@ -399,7 +450,7 @@ static void summarize_pobs(ctx *c)
             pobs_sum *s = PS(c, a, b);
             memset(s, 0, sizeof(*s));
             s->access = s->corrupt = -1;
-            s->bw_on = s->bw_off = -1;
+            s->bw_on = s->bw_off = s->lat_on = s->lat_off = s->limit = -1;
         }
     for (int i = 0; i < m->npobs; i++) {
         dr_pobs *o = &m->pobs[i];
@@ -423,39 +474,31 @@ static void summarize_pobs(ctx *c)
                 snprintf(s->p2pcap, sizeof s->p2pcap, "%s", o->text);
                 s->p2pcap_ev = o->ev;
             }
-            if (!strcmp(o->text, "OK"))
+            if (!strcmp(o->text, "OK")) {
                 set_access(s, 1, 3, &o->ev);
-            else if (strcmp(o->text, "U") != 0)
-                set_access(s, 0, 3, &o->ev);
+                s->cap_ok |= (o->val == 'r' || o->val == 'x' ? 1u : 0u) | (o->val == 'w' || o->val == 'x' ? 2u : 0u);
+            } else {
+                s->cap_bad = 1;
+                if (strcmp(o->text, "U") != 0)
+                    set_access(s, 0, 3, &o->ev);
+            }
             break;
         case DR_OBS_TOPO:
             snprintf(s->topo, sizeof s->topo, "%s", o->text);
             s->topo_ev = o->ev;
             break;
         case DR_OBS_NCCL:
-            if (!strcmp(o->text, "P2P"))
+            if (!strcmp(o->text, "P2P") && !o->val)
                 set_access(s, 1, 2, &o->ev);
+            else if (!strcmp(o->text, "SHM") && !o->val)
+                s->nccl_shm = 1;
             break;
         case DR_OBS_BW:
-            if (o->val == DR_BW_LAT) {
-                if (o->x > 0 && o->y > 0 && s->access_src <= 1) {
-                    if (o->x < 0.6 * o->y)
-                        set_access(s, 1, 1, &o->ev);
-                }
-            } else {
-                if (o->x > s->bw_on) {
-                    s->bw_on = o->x;
-                    s->bw_off = o->y;
-                    s->bw_kind = o->val;
-                    s->bw_ev = o->ev;
-                }
-                if (o->x > 0 && o->y > 0) {
-                    if (o->x > 1.3 * o->y)
-                        set_access(s, 1, 1, &o->ev);
-                    else if (o->x < 1.1 * o->y && s->access_src < 1)
-                        set_access(s, 0, 1, &o->ev);
-                }
-            }
+            sum_bw(s, o);
+            break;
+        case DR_OBS_LIMIT:
+            s->limit = o->x;
+            snprintf(s->limit_type, sizeof s->limit_type, "%s", o->text);
             break;
         case DR_OBS_CORRUPT:
             if (m->sys.selftest.v == 1)
@@ -473,6 +516,7 @@ static void summarize_pobs(ctx *c)
 
 /* Every pair of GPU g observed with P2P and intact data (and at least one). */
 static int pair_observed_ok(ctx *c, int a, int b);
+static unsigned kinds_read(dr_model *m);
 
 static int gpu_observed_ok(ctx *c, int g)
 {
@@ -502,12 +546,37 @@ static int pair_error(ctx *c, int a, int b)
     return (x == a && y == b) || (x == b && y == a);
 }
 
-/* P2P much slower than copies staged through the host: a symptom. */
+/* P2P slower than copies staged through host memory in this direction, with
+ * peer copies known to happen: a symptom.  nvbandwidth's host path bounds
+ * what staging could reach, so there P2P must be below half of it. */
+static int dir_slow(const pobs_sum *s)
+{
+    double f = s->bw_hostpath ? 0.5 : 0.8;
+    return s->access != 0 && s->bw_on > 0 && s->bw_off > 0 && s->bw_on < f * s->bw_off;
+}
+
 static int pair_slow(ctx *c, int a, int b)
 {
-    pobs_sum *s1 = PS(c, a, b), *s2 = PS(c, b, a);
-    return (s1->bw_on > 0 && s1->bw_off > 0 && s1->bw_on < 0.5 * s1->bw_off) ||
-           (s2->bw_on > 0 && s2->bw_off > 0 && s2->bw_on < 0.5 * s2->bw_off);
+    return dir_slow(PS(c, a, b)) || dir_slow(PS(c, b, a));
+}
+
+/* Peer access reported (not only inferred from timings), yet P2P's latency is
+ * that of a round trip through host memory (0.6 of it or more), or above
+ * 10 us: no direct path (direct PCIe or NVLink writes take a few us). */
+static int dir_lat_high(const pobs_sum *s)
+{
+    return s->access == 1 && s->access_src >= 2 && s->lat_on > 0 &&
+           ((s->lat_off > 0 && s->lat_on >= 0.6 * s->lat_off) || s->lat_on > 10);
+}
+
+static int pair_lat_high(ctx *c, int a, int b)
+{
+    return dir_lat_high(PS(c, a, b)) || dir_lat_high(PS(c, b, a));
+}
+
+static int pair_symptom(ctx *c, int a, int b)
+{
+    return pair_slow(c, a, b) || pair_lat_high(c, a, b);
 }
 
 /* Seen working: CUDA, NCCL or a bandwidth test moved data peer to peer (the
@@ -518,7 +587,7 @@ static int pair_observed_ok(ctx *c, int a, int b)
     pobs_sum *s1 = PS(c, a, b), *s2 = PS(c, b, a);
     int seen = (s1->access == 1 && s1->access_src != 3) || (s2->access == 1 && s2->access_src != 3);
     return seen && s1->access != 0 && s2->access != 0 && s1->corrupt != 1 && s2->corrupt != 1 &&
-           pair_error(c, a, b) == 0 && !pair_slow(c, a, b);
+           pair_error(c, a, b) == 0 && !pair_symptom(c, a, b);
 }
 
 /* Every observed pair works and none fails (and some pair was observed). */
@@ -540,6 +609,8 @@ static int all_observed_ok(ctx *c)
     return n > 0;
 }
 
+/* A failure seen in use: no peer access, wrong data, CUDA errors, or P2P
+ * slower than host staging (or without a direct path's latency). */
 static int any_observed_fail(ctx *c)
 {
     if (c->corrupt_unpaired || c->m->sys.nccl_wrong.v == 1 || c->m->sys.p2p_unavailable.v == 1 ||
@@ -547,7 +618,7 @@ static int any_observed_fail(ctx *c)
         return 1;
     for (int a = 0; a < c->m->ngpus; a++)
         for (int b = 0; b < c->m->ngpus; b++)
-            if (a != b && (PS(c, a, b)->access == 0 || PS(c, a, b)->corrupt == 1))
+            if (a != b && (PS(c, a, b)->access == 0 || PS(c, a, b)->corrupt == 1 || pair_symptom(c, a, b)))
                 return 1;
     return 0;
 }
@@ -873,6 +944,36 @@ static int gpu_addresses_known(dr_model *m)
     return 1;
 }
 
+/* Whether the IOMMU translates the GPUs' DMA: 1 (and what shows it), 0
+ * (passthrough or off), -1 unknown. */
+static int iommu_mode(ctx *c, dr_ev **me)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    int translated = -1;
+    for (int i = 0; i < s->ngroup_type; i++)
+        if (busid_is_gpu(m, s->group_type[i].busid, NULL) || !gpu_addresses_known(m)) {
+            translated = (int)s->group_type[i].type;
+            *me = &s->group_type[i].ev;
+            if (translated)
+                return 1;
+        }
+    if (translated >= 0)
+        return translated;
+    if (s->iommu_off.v == 1 || s->cmd_iommu_pt.v == 1 || s->iommu_translated.v == 0)
+        return 0;
+    if (s->iommu_translated.v == 1 && (s->iommu_present.v == 1 || s->cmd_iommu_on.v == 1)) {
+        /* the default domain type is printed without IOMMU hardware too */
+        *me = &s->iommu_translated.ev;
+        return 1;
+    }
+    if (s->cmd_iommu_on.v == 1) {
+        *me = &s->cmd_iommu_on.ev;
+        return 1;
+    }
+    return -1;
+}
+
 static void rule_iommu(ctx *c)
 {
     dr_model *m = c->m;
@@ -896,28 +997,8 @@ static void rule_iommu(ctx *c)
         unknown_fault = 1;
         fe = &s->iommu_fault.ev;
     }
-    /* the mode */
-    int translated = -1;
     dr_ev *me = NULL;
-    for (int i = 0; i < s->ngroup_type; i++)
-        if (busid_is_gpu(m, s->group_type[i].busid, NULL) || !gpu_addresses_known(m)) {
-            translated = (int)s->group_type[i].type;
-            me = &s->group_type[i].ev;
-            if (translated)
-                break;
-        }
-    if (translated < 0) {
-        if (s->iommu_off.v == 1 || s->cmd_iommu_pt.v == 1 || s->iommu_translated.v == 0) {
-            translated = 0;
-        } else if (s->iommu_translated.v == 1 && (s->iommu_present.v == 1 || s->cmd_iommu_on.v == 1)) {
-            /* the default domain type is printed without IOMMU hardware too */
-            translated = 1;
-            me = &s->iommu_translated.ev;
-        } else if (s->cmd_iommu_on.v == 1) {
-            translated = 1;
-            me = &s->cmd_iommu_on.ev;
-        }
-    }
+    int translated = iommu_mode(c, &me);
     int faults = gpu_fault || unknown_fault;
     if (!faults && translated != 1) {
         if (other_fault)
@@ -972,6 +1053,57 @@ static int bridge_above(const dr_bridge *br, const char *busid)
     return bus >= br->sec && bus <= br->sub;
 }
 
+/* The ACS control register's value in a setpci access of bridge br: -1 when
+ * the device has no ACS capability, -2 when the access is not known to be
+ * that register (a raw offset counts where lspci gave the capability's). */
+static long acs_ctl(const dr_setpci *r, const dr_bridge *br)
+{
+    if (r->value < 0)
+        return r->acs ? -1 : -2;
+    int rel = r->acs ? r->reg : (br->acs_cap > 0 ? r->reg - br->acs_cap : -1);
+    if (rel == 6 && r->width <= 2)
+        return r->value;
+    if (rel == 4 && r->width == 4)
+        return r->value >> 16;
+    return -2;
+}
+
+/* setpci's readings and writes of ACS control, onto the bridges, in the order
+ * read: a write sets the state; a reading that disagrees with an earlier one
+ * (lspci's ACSCtl, another paste) keeps the redirect and marks the conflict. */
+static void apply_setpci(ctx *c)
+{
+    dr_model *m = c->m;
+    for (int i = 0; i < m->nsetpci; i++) {
+        dr_setpci *r = &m->setpci[i];
+        int k = busid_is_gpu(m, r->busid, NULL) ? -1 : dr_bridge_get(m, r->busid);
+        if (k < 0)
+            continue;
+        dr_bridge *br = &m->bridges[k];
+        if (r->cap_off > 0 && br->acs_cap < 0)
+            br->acs_cap = r->cap_off; /* setpci -v printed where the capability is */
+        long ctl = acs_ctl(r, br);
+        if (ctl == -2) {
+            dr_note(m, "%s:%ld: setpci register 0x%x of %s is not known to be ACS control (lspci -vvv of that bridge "
+                       "gives its ACS offset): not read",
+                    r->ev.file, r->ev.line, r->reg, r->busid);
+            continue;
+        }
+        int rr = ctl > 0 && (ctl & 4), cr = ctl > 0 && (ctl & 8);
+        if (br->acs_seen && !r->write && (rr != br->req_redir || cr != br->cmplt_redir)) {
+            br->acs_conflict = 1;
+            rr |= br->req_redir;
+            cr |= br->cmplt_redir;
+        } else if (r->write) {
+            br->acs_conflict = 0;
+        }
+        br->acs_seen = 1;
+        br->req_redir = rr;
+        br->cmplt_redir = cr;
+        br->acs_ev = r->ev;
+    }
+}
+
 static void rule_acs(ctx *c)
 {
     dr_model *m = c->m;
@@ -992,13 +1124,15 @@ static void rule_acs(ctx *c)
                     int ua = bridge_above(br, m->gpus[a].busid), ub = bridge_above(br, m->gpus[b].busid);
                     if (ua == ub || br->type == 1 || !(br->req_redir || br->cmplt_redir))
                         continue; /* not between them, a root port, or no redirect */
-                    dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS, DR_CERT_LIKELY);
+                    dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                            br->acs_conflict ? DR_CERT_POSSIBLE : DR_CERT_LIKELY);
                     if (!f)
                         return;
                     SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s%s%s on: peer requests are sent "
-                               "up to the root complex instead of across the switch",
+                               "up to the root complex instead of across the switch%s",
                             br->busid, br->req_redir ? "ReqRedir" : "", br->req_redir && br->cmplt_redir ? "/" : "",
-                            br->cmplt_redir ? "CmpltRedir" : "");
+                            br->cmplt_redir ? "CmpltRedir" : "",
+                            br->acs_conflict ? " (lspci and setpci read its ACS control differently: read it again)" : "");
                     FIX(f, "disable ACS on the switch ports (a firmware option on some boards; otherwise as root "
                            "after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each port named here); with "
                            "an IOMMU on, use iommu=pt");
@@ -1018,7 +1152,7 @@ static void rule_acs(ctx *c)
         if (!f)
             return;
         SUMMARY(f, "a PCIe bridge has ACS redirection on; whether it lies between the GPUs cannot be told without "
-                   "the whole sudo lspci -vvv (bus ranges) and the GPUs' addresses");
+                   "the bus ranges (the whole sudo lspci -vvv, or lspci -tv) and the GPUs' addresses");
         FIX(f, "collect sudo lspci -vvv (build.sh doctor --collect) to see which ports are between the GPUs; "
                "disable ACS on those");
         for (int i = 0; i < m->nbridges; i++)
@@ -1617,6 +1751,23 @@ static void pair_causes(ctx *c, dr_pairv *v)
     }
 }
 
+/* What a pair with P2P shows of a symptom, after its why. */
+static void why_symptom(dr_pairv *v, const pobs_sum *s, const pobs_sum *r)
+{
+    size_t l = strlen(v->why);
+    if (dir_slow(s)) {
+        snprintf(v->why + l, sizeof v->why - l, "; but P2P (%.1f GB/s) is slower than %s (%.1f)", s->bw_on,
+                 s->bw_hostpath ? "the host path" : "host staging", s->bw_off);
+        v->ev = s->bw_ev;
+    } else if (dir_lat_high(s)) {
+        snprintf(v->why + l, sizeof v->why - l, "; but P2P's latency (%.1f us) is not a direct path's", s->lat_on);
+        v->ev = s->lat_ev;
+    } else {
+        snprintf(v->why + l, sizeof v->why - l, "; but P2P the other way is %s", dir_slow(r) ? "slower than host staging"
+                                                                                   : "no direct path (latency)");
+    }
+}
+
 static void verdicts(ctx *c)
 {
     dr_model *m = c->m;
@@ -1672,13 +1823,13 @@ static void verdicts(ctx *c)
                          : s->access_src == 2 ? "NCCL uses P2P between them"
                                               : "P2P bandwidth/latency beats host staging",
                          s->corrupt == 0 ? "; data checked intact" : "; data integrity not checked");
-                if (!pair_slow(c, a, b))
+                if (!pair_symptom(c, a, b))
                     v->ncauses = 0; /* it works: the findings are not its causes */
-                else {
+                else
+                    why_symptom(v, s, PS(c, b, a));
+                if (s->nccl_shm) {
                     size_t l = strlen(v->why);
-                    snprintf(v->why + l, sizeof v->why - l, "; but P2P (%.1f GB/s) is slower than host staging (%.1f)",
-                             s->bw_on, s->bw_off);
-                    v->ev = s->bw_ev;
+                    snprintf(v->why + l, sizeof v->why - l, "; NCCL used SHM, not P2P, here with P2P allowed");
                 }
             } else if (s->access == 0) {
                 v->verdict = DR_V_HOST;
@@ -1697,6 +1848,432 @@ static void verdicts(ctx *c)
                 snprintf(v->why, sizeof v->why, "no output shows whether this pair has P2P");
             }
         }
+}
+
+/* ------------------------------------------------------------ symptoms */
+
+/* Compute capability by the GPU's name, for NVLink's per-link rate (the
+ * figures of limits.c); 0 when the name does not tell. */
+static int cc_of_name(const char *name, int *minor)
+{
+    static const struct {
+        const char *key;
+        int major, minor;
+    } cc[] = {{"h100", 9, 0}, {"h200", 9, 0}, {"h800", 9, 0}, {"gh200", 9, 0}, {"a100", 8, 0}, {"a800", 8, 0},
+              {"a30", 8, 0},  {"rtx 30", 8, 6}, {"a40", 8, 6},  {"a6000", 8, 6}, {"a5000", 8, 6}, {"a4000", 8, 6},
+              {"v100", 7, 0}, {"b200", 10, 0}, {"b100", 10, 0}, {"gb200", 10, 0}};
+    char k[96];
+    dp_model_key(name, k, sizeof k);
+    for (size_t i = 0; i < sizeof cc / sizeof cc[0]; i++)
+        if (strstr(k, cc[i].key)) {
+            *minor = cc[i].minor;
+            return cc[i].major;
+        }
+    return 0;
+}
+
+static void gpu_as_pv(const dr_gpu *x, pv_gpu *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->gen_max = (int)(x->gen_max.v > 0 ? x->gen_max.v : (x->gen_dev_max.v > 0 ? x->gen_dev_max.v : 0));
+    g->width_max = (int)(x->width_max.v > 0 ? x->width_max.v : 0);
+    g->gen_cur = (int)(x->gen_cur.v > 0 ? x->gen_cur.v : 0);
+    g->width_cur = (int)(x->width_cur.v > 0 ? x->width_cur.v : 0);
+    g->cc_major = cc_of_name(x->name, &g->cc_minor);
+}
+
+/* The limit of the link P2P between a and b uses, as p2p-verify computes it
+ * (limits.c; GB/s per direction): its own figure where its output was read,
+ * else NVLink's links x the generation's per-link rate, else the slower of
+ * the two PCIe links; -1 unknown.  desc names it. */
+static double pair_limit(ctx *c, int a, int b, char *desc, size_t dlen)
+{
+    pobs_sum *s = PS(c, a, b), *r = PS(c, b, a);
+    pv_gpu ga, gb;
+    pv_link l;
+    if (s->limit > 0) {
+        snprintf(desc, dlen, "p2p-verify's figure for its %s path", s->limit_type);
+        return s->limit;
+    }
+    gpu_as_pv(&c->m->gpus[a], &ga);
+    gpu_as_pv(&c->m->gpus[b], &gb);
+    int nl = pv_smi_nvlinks(s->topo[0] ? s->topo : r->topo);
+    if (nl > 0) {
+        pv_link_nvlink(&l, &ga, &gb, nl, "topo -m");
+        snprintf(desc, dlen, l.gbps > 0 ? "NVLink x%d, as p2p-verify computes it"
+                                         : "NVLink x%d, whose per-link rate for these GPUs p2p-verify does not know",
+                 nl);
+        return l.gbps > 0 ? l.gbps : -1;
+    }
+    pv_link_pcie(&l, &ga, &gb);
+    if (l.gbps <= 0) {
+        snprintf(desc, dlen, "their PCIe generation and width are not shown: nvidia-smi -q");
+        return -1;
+    }
+    snprintf(desc, dlen, "PCIe gen%d x%d, as p2p-verify computes it", l.gen, l.width);
+    return l.gbps;
+}
+
+static void cat_text(char *dst, size_t cap, const char *fmt, ...)
+{
+    size_t l = strlen(dst);
+    if (l + 3 >= cap)
+        return;
+    if (l) {
+        memcpy(dst + l, "; ", 3);
+        l += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + l, cap - l, fmt, ap);
+    va_end(ap);
+}
+
+static void cause_add(dr_finding *f, const char *id, int cert, const char *why)
+{
+    if (f->ncause >= DR_MAX_CAUSES)
+        return;
+    int k = f->ncause++;
+    while (k > 0 && f->cause[k - 1].certainty < cert) { /* most likely first, in the order found */
+        f->cause[k] = f->cause[k - 1];
+        k--;
+    }
+    f->cause[k].id = id;
+    f->cause[k].certainty = cert;
+    snprintf(f->cause[k].why, sizeof f->cause[k].why, "%s", why);
+}
+
+/* A finding id for the pair a-b (a GPU of it, or the machine); a < 0: the machine's. */
+static const dr_finding *finding_for(const dr_diag *d, const char *id, int a, int b)
+{
+    for (int i = 0; i < d->nf; i++) {
+        const dr_finding *f = &d->f[i];
+        if (strcmp(f->id, id) != 0)
+            continue;
+        if (f->scope == DR_SCOPE_MACHINE || (a >= 0 && f->scope == DR_SCOPE_GPU && (f->a == a || f->a == b)) ||
+            (a >= 0 && f->scope == DR_SCOPE_PAIR && ((f->a == a && f->b == b) || (f->a == b && f->b == a))))
+            return f;
+    }
+    return NULL;
+}
+
+static int gpu_under_a_bridge(dr_model *m, int g)
+{
+    for (int i = 0; i < m->nbridges; i++)
+        if (bridge_above(&m->bridges[i], m->gpus[g].busid))
+            return 1;
+    return 0;
+}
+
+/* ACS on the switch ports between a and b: 0 none redirects (or no switch
+ * port is between them), -1 not known (a port's ACS not read, or where the
+ * GPUs sit not known). */
+static int acs_between(ctx *c, int a, int b)
+{
+    dr_model *m = c->m;
+    if (a < 0 || !m->gpus[a].busid[0] || !m->gpus[b].busid[0] || !gpu_under_a_bridge(m, a) ||
+        !gpu_under_a_bridge(m, b))
+        return -1;
+    for (int i = 0; i < m->nbridges; i++) {
+        dr_bridge *br = &m->bridges[i];
+        if (br->type != 1 && bridge_above(br, m->gpus[a].busid) != bridge_above(br, m->gpus[b].busid) &&
+            !br->acs_seen)
+            return -1;
+    }
+    return 0;
+}
+
+/* The lowest bridge above both GPUs: a switch port (1), none but both under
+ * root ports of one root bus (2), under different root buses (3); 0 unknown. */
+static int pair_route(ctx *c, int a, int b)
+{
+    dr_model *m = c->m;
+    int root_a = -1, root_b = -1;
+    if (a < 0 || !m->gpus[a].busid[0] || !m->gpus[b].busid[0])
+        return 0;
+    for (int i = 0; i < m->nbridges; i++) {
+        dr_bridge *br = &m->bridges[i];
+        int ua = bridge_above(br, m->gpus[a].busid), ub = bridge_above(br, m->gpus[b].busid);
+        if (ua && ub && br->type != 1)
+            return 1;
+        if (br->type == 1 && ua)
+            root_a = bus_of(br->busid, NULL);
+        if (br->type == 1 && ub)
+            root_b = bus_of(br->busid, NULL);
+    }
+    if (root_a < 0 || root_b < 0)
+        return 0;
+    return root_a == root_b ? 2 : 3;
+}
+
+static void rank_path(ctx *c, dr_finding *f, int a, int b)
+{
+    const dr_finding *x = finding_for(c->d, "cross-root-complex", a, b);
+    if (x) {
+        cause_add(f, x->id, x->certainty, x->summary);
+        return;
+    }
+    if ((x = finding_for(c->d, "nvlink-bridged", a, b)))
+        cause_add(f, x->id, x->certainty, x->summary);
+    const char *t = a < 0 ? "" : (PS(c, a, b)->topo[0] ? PS(c, a, b)->topo : PS(c, b, a)->topo);
+    int route = pair_route(c, a, b);
+    if (!strcmp(t, "NODE") || route == 3)
+        cause_add(f, "cross-root-complex", DR_CERT_POSSIBLE,
+                  t[0] ? "the path crosses the interconnect between PCIe root complexes of the CPU (topo NODE)"
+                       : "the GPUs sit under root ports of different root complexes (lspci)");
+    else if (t[0] || route)
+        cat_text(f->ruled_out, sizeof f->ruled_out, "the CPU interconnect (%s%s)", t[0] ? "topo " : "",
+                 t[0] ? t : (route == 1 ? "one PCIe switch, lspci" : "one root complex, lspci"));
+    else
+        cat_text(f->not_shown, sizeof f->not_shown, "how they are connected (nvidia-smi topo -m, lspci -tv)");
+}
+
+static void rank_acs_iommu(ctx *c, dr_finding *f, int a, int b)
+{
+    const dr_finding *x = finding_for(c->d, "acs-redirect", a, b);
+    dr_ev *me = NULL;
+    if (x)
+        cause_add(f, x->id, x->certainty, x->summary);
+    else if (acs_between(c, a, b) == 0)
+        cat_text(f->ruled_out, sizeof f->ruled_out, "ACS redirect (none on the switch ports between them, lspci)");
+    else
+        cat_text(f->not_shown, sizeof f->not_shown,
+                 "ACS on the bridges between them (sudo lspci -vvv; or lspci -tv and sudo setpci -s <bridge> "
+                 "ECAP_ACS+6.w)");
+    int t = iommu_mode(c, &me);
+    if ((x = finding_for(c->d, "iommu-translated", a, b)))
+        cause_add(f, x->id, x->certainty, x->summary);
+    else if (t == 1)
+        cause_add(f, "iommu-translated", DR_CERT_POSSIBLE, "the IOMMU translates DMA (not passthrough)");
+    else if (t == 0)
+        cat_text(f->ruled_out, sizeof f->ruled_out, "IOMMU translation (passthrough or off)");
+    else
+        cat_text(f->not_shown, sizeof f->not_shown, "the IOMMU mode (cat /proc/cmdline; sudo dmesg)");
+}
+
+static void rank_vm_link(ctx *c, dr_finding *f, int a, int b)
+{
+    dr_model *m = c->m;
+    const dr_finding *x;
+    int vm = m->sys.vm_guest.v == 1;
+    for (int g = 0; g < m->ngpus; g++)
+        vm |= m->gpus[g].virt_passthrough.v == 1;
+    if (vm)
+        cause_add(f, "virtual-machine", DR_CERT_POSSIBLE,
+                  "a virtual machine: peer traffic also crosses the host's IOMMU and ACS, which the guest's outputs "
+                  "do not show");
+    else if (kinds_read(m) & DR_K_DMESG)
+        cat_text(f->ruled_out, sizeof f->ruled_out, "a virtual machine (no hypervisor in the kernel log)");
+    else
+        cat_text(f->not_shown, sizeof f->not_shown, "whether this is a virtual machine (sudo dmesg)");
+    if ((x = finding_for(c->d, "link-degraded", a, b)))
+        cause_add(f, x->id, DR_CERT_POSSIBLE, x->summary);
+    else if (a >= 0 && m->gpus[a].width_cur.v > 0 && m->gpus[b].width_cur.v > 0)
+        cat_text(f->ruled_out, sizeof f->ruled_out, "a degraded link (both at their full width)");
+}
+
+/* A symptom's likely causes from the rest of the evidence, most likely
+ * first, with what rules the others out and what would tell. */
+static void rank_causes(ctx *c, dr_finding *f, int a, int b)
+{
+    rank_acs_iommu(c, f, a, b);
+    rank_path(c, f, a, b);
+    rank_vm_link(c, f, a, b);
+    FIX(f, "%s", f->ncause ? "check the causes listed, most likely first (each has its finding and fix); build.sh "
+                             "verify measures P2P against host staging and the link's limit again"
+                           : "collect what is listed as not shown (build.sh doctor --collect DIR has all of it) and "
+                             "diagnose again; build.sh verify measures P2P against host staging and the link's limit");
+}
+
+static const char *bw_tool(const dr_ev *e)
+{
+    if (!strncmp(e->text, "nvbandwidth", 11))
+        return "nvbandwidth";
+    if (!strncmp(e->text, "performance.", 12) || strstr(e->file, ".json"))
+        return "p2p-verify";
+    return "p2pBandwidthLatencyTest";
+}
+
+/* "GPU0->GPU1 3.1 GB/s with P2P vs 11.9 host-staged; GPU1->GPU0 3.2 vs 12.0
+ * (p2pBandwidthLatencyTest, unidirectional)": the slow directions. */
+static void slow_numbers(ctx *c, int a, int b, char *out, size_t cap, dr_finding *f)
+{
+    int dirs[2][2] = {{a, b}, {b, a}};
+    const pobs_sum *first = NULL;
+    char la[48], lb[48];
+    for (int k = 0; k < 2; k++) {
+        const pobs_sum *s = PS(c, dirs[k][0], dirs[k][1]);
+        if (!dir_slow(s))
+            continue;
+        dr_gpu_label(c->m, dirs[k][0], la, sizeof la);
+        dr_gpu_label(c->m, dirs[k][1], lb, sizeof lb);
+        if (first)
+            cat_text(out, cap, "%s->%s %.1f vs %.1f", la, lb, s->bw_on, s->bw_off);
+        else
+            cat_text(out, cap, "%s->%s %.1f GB/s with P2P vs %.1f %s", la, lb, s->bw_on, s->bw_off,
+                     s->bw_hostpath ? "on its host path" : "host-staged");
+        first = first ? first : s;
+        f_ev(f, &s->bw_ev);
+    }
+    size_t l = strlen(out);
+    snprintf(out + l, cap - l, " (%s, %s)", bw_tool(&first->bw_ev),
+             first->bw_kind == DR_BW_BI ? "bidirectional" : "unidirectional");
+}
+
+static void symptom_slow(ctx *c, int a, int b)
+{
+    char nums[300] = "", desc[96];
+    dr_finding *f = finding(c->d, "p2p-slower-than-host", DR_SCOPE_PAIR, a, b, DR_SEV_DEGRADES,
+                            c->m->gpus[a].assumed_index || c->m->gpus[b].assumed_index ? DR_CERT_LIKELY
+                                                                                       : DR_CERT_CERTAIN);
+    if (!f)
+        return;
+    slow_numbers(c, a, b, nums, sizeof nums, f);
+    double lim = pair_limit(c, a, b, desc, sizeof desc), on = PS(c, a, b)->bw_on;
+    if (lim > 0 && on > 0)
+        SUMMARY(f, "P2P is slower than copies through host memory: %s; the link's limit is %.1f GB/s per direction "
+                   "(%s), P2P reaches %.0f%% of it",
+                nums, PS(c, a, b)->bw_kind == DR_BW_BI ? 2 * lim : lim, desc,
+                100.0 * on / (PS(c, a, b)->bw_kind == DR_BW_BI ? 2 * lim : lim));
+    else
+        SUMMARY(f, "P2P is slower than copies through host memory: %s; the link's limit is not known (%s)", nums, desc);
+    rank_causes(c, f, a, b);
+}
+
+static void symptom_latency(ctx *c, int a, int b)
+{
+    pobs_sum *s = dir_lat_high(PS(c, a, b)) ? PS(c, a, b) : PS(c, b, a);
+    char la[48], lb[48];
+    dr_gpu_label(c->m, s == PS(c, a, b) ? a : b, la, sizeof la);
+    dr_gpu_label(c->m, s == PS(c, a, b) ? b : a, lb, sizeof lb);
+    dr_finding *f = finding(c->d, "p2p-latency-high", DR_SCOPE_PAIR, a, b, DR_SEV_DEGRADES, DR_CERT_CERTAIN);
+    if (!f)
+        return;
+    if (s->lat_off > 0)
+        SUMMARY(f, "peer access is reported, but P2P's latency is that of a path through host memory, not a direct "
+                   "one: %s->%s %.2f us with P2P, %.2f us without (%s); direct PCIe or NVLink writes take a few us",
+                la, lb, s->lat_on, s->lat_off, bw_tool(&s->lat_ev));
+    else
+        SUMMARY(f, "peer access is reported, but P2P's latency (%s->%s %.2f us, %s) is far above a direct path's "
+                   "(a few us)", la, lb, s->lat_on, bw_tool(&s->lat_ev));
+    f_ev(f, &s->lat_ev);
+    f_ev(f, &s->access_ev);
+    rank_causes(c, f, a, b);
+}
+
+/* NCCL's all-reduce with P2P slower than with NCCL_P2P_DISABLE=1. */
+static void symptom_nccl(ctx *c)
+{
+    dr_model *m = c->m;
+    const dr_busbw *on = &m->sys.nccl_bus[0], *off = &m->sys.nccl_bus[1];
+    int avg = on->avg > 0 && off->avg > 0;
+    double x = avg ? on->avg : on->peak, y = avg ? off->avg : off->peak;
+    if (x <= 0 || y <= 0 || x >= 0.8 * y || (on->ngpus && off->ngpus && on->ngpus != off->ngpus))
+        return;
+    int a = on->ngpus == 2 ? map_index(m, DR_NS_CUDA, on->dev[0]) : -1;
+    int b = on->ngpus == 2 ? map_index(m, DR_NS_CUDA, on->dev[1]) : -1;
+    if (a < 0 || b < 0 || a == b)
+        a = b = -1;
+    dr_finding *f = finding(c->d, "p2p-slower-than-host", a < 0 ? DR_SCOPE_MACHINE : DR_SCOPE_PAIR, a < b ? a : b,
+                            a < b ? b : a, DR_SEV_DEGRADES, DR_CERT_CERTAIN);
+    if (!f)
+        return;
+    char nums[200];
+    snprintf(nums, sizeof nums, "NCCL's all-reduce reaches a bus bandwidth of %.1f GB/s with P2P allowed, %.1f with "
+                                "NCCL_P2P_DISABLE=1 (%s, %d GPUs)",
+             x, y, avg ? "nccl-tests' average" : "its largest size", on->ngpus);
+    f_ev(f, &on->ev);
+    f_ev(f, &off->ev);
+    if (f->summary[0]) { /* the pair's matrices said it first: the causes are ranked */
+        cat_text(f->summary, sizeof f->summary, "%s", nums);
+        return;
+    }
+    SUMMARY(f, "P2P is slower than the path through host memory: %s", nums);
+    rank_causes(c, f, a, b);
+}
+
+static void rule_symptoms(ctx *c)
+{
+    for (int a = 0; a < c->m->ngpus; a++)
+        for (int b = a + 1; b < c->m->ngpus; b++) {
+            if (pair_slow(c, a, b))
+                symptom_slow(c, a, b);
+            if (pair_lat_high(c, a, b))
+                symptom_latency(c, a, b);
+        }
+    symptom_nccl(c);
+}
+
+/* The pair's peer access fails in use: CUDA says no, or a P2P test hit a
+ * CUDA error (one that names no pair counts for the only pair). */
+static int pair_fails(ctx *c, int a, int b)
+{
+    dr_sys *s = &c->m->sys;
+    pobs_sum *x = PS(c, a, b), *y = PS(c, b, a);
+    int err = pair_error(c, a, b);
+    if ((x->access == 0 && x->access_src == 4) || (y->access == 0 && y->access_src == 4) || err == 1)
+        return 1;
+    return c->m->ngpus == 2 && (err == -1 || s->p2p_unavailable.v == 1 || s->simplep2p_failed.v == 1);
+}
+
+/* The one open risk of --nvlink keep in 535-570 (patch p2p-0006): GSP
+ * firmware gets RMForceP2PType=2 too, and whether it still sets up NVLink
+ * peers under that value cannot be read from the source.  If it does not, a
+ * bridged pair is reported as NVLink, creating its P2P object fails, and the
+ * pair gets no BAR1 fallback. */
+static void rule_nvlink_keep(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_sys *s = &m->sys;
+    const dr_regkeys *k = s->applied.present ? &s->applied : (s->configured.present ? &s->configured : NULL);
+    const char *v = driver_version(c);
+    if (c->o->preinstall || !k || key_val(k, "RMBar1P2PKeepNvlink") != 1 || key_val(k, "RMForceP2PType") != 2 ||
+        c->d->ours == 0 || (v && (dp_vercmp(v, "535") < 0 || dp_vercmp(v, "575") >= 0)))
+        return;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = a + 1; b < m->ngpus; b++) {
+            if (!pair_nvlink(c, a, b) || !pair_fails(c, a, b))
+                continue;
+            int other = 0;
+            for (int i = 0; i < c->d->nf; i++)
+                other |= finding_applies(&c->d->f[i], a, b) && is_cause(&c->d->f[i]);
+            dr_finding *f = finding(c->d, "nvlink-keep-failed", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                    other ? DR_CERT_POSSIBLE : DR_CERT_LIKELY);
+            if (!f)
+                continue;
+            SUMMARY(f, "this NVLink-bridged pair fails peer access with --nvlink keep in effect on driver %s "
+                       "(RMBar1P2PKeepNvlink=1 beside RMForceP2PType=2, patch p2p-0006): GSP firmware gets "
+                       "RMForceP2PType=2 too, and whether it still sets up NVLink peers then cannot be read from the "
+                       "source; if not, the pair is reported as NVLink, creating its P2P object fails, and it gets no "
+                       "BAR1 fallback",
+                    v ? v : "535-570");
+            FIX(f, "BAR1 P2P for every pair: sudo build.sh install <tag> --nvlink off (RMBar1P2PKeepNvlink=0), sudo "
+                   "update-initramfs -u, reboot, then build.sh verify; please report the outcome with the bundle of "
+                   "build.sh doctor --collect, so that this risk can be closed");
+            f_ev(f, &k->ev);
+            f_ev(f, PS(c, a, b)->topo[0] ? &PS(c, a, b)->topo_ev : &PS(c, b, a)->topo_ev);
+            f_ev(f, PS(c, a, b)->access == 0 ? &PS(c, a, b)->access_ev : &s->p2p_error.ev);
+        }
+}
+
+/* P2P already works with the loaded driver: every ordered pair OK in topo
+ * -p2p r and w, one model, nothing that stops it. */
+static void works_now(ctx *c)
+{
+    dr_model *m = c->m;
+    dr_diag *d = c->d;
+    if (m->ngpus < 2 || has_finding(d, "mixed-gpu-models"))
+        return;
+    for (int i = 0; i < d->nf; i++)
+        if (d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY)
+            return;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = 0; b < m->ngpus; b++) {
+            pobs_sum *s = PS(c, a, b);
+            if (a != b && (s->cap_ok != 3 || s->cap_bad || s->access == 0 || s->corrupt == 1))
+                return;
+        }
+    d->works_now = m->ngpus * (m->ngpus - 1);
 }
 
 /* ------------------------------------------------------------ what is missing */
@@ -1792,6 +2369,22 @@ static void rule_stock_guess(ctx *c)
         }
 }
 
+/* A symptom none of whose causes is more than possible. */
+static int symptom_unexplained(const dr_diag *d)
+{
+    for (int i = 0; i < d->nf; i++) {
+        const dr_finding *f = &d->f[i];
+        int told = 0;
+        if (strcmp(f->id, "p2p-slower-than-host") != 0 && strcmp(f->id, "p2p-latency-high") != 0)
+            continue;
+        for (int k = 0; k < f->ncause; k++)
+            told |= f->cause[k].certainty >= DR_CERT_LIKELY;
+        if (!told)
+            return 1;
+    }
+    return 0;
+}
+
 static void rule_insufficient(ctx *c)
 {
     dr_model *m = c->m;
@@ -1803,11 +2396,11 @@ static void rule_insufficient(ctx *c)
             unexplained = 1;
         if ((v->verdict == DR_V_BAR1 || v->verdict == DR_V_NVLINK || v->verdict == DR_V_P2P) &&
             v->basis == DR_BASIS_OBSERVED && PS(c, v->a, v->b)->corrupt != 0)
-            unverified = 1;
-        if (pair_slow(c, v->a, v->b) && v->ncauses == 0)
+            unverified++;
+        if (pair_symptom(c, v->a, v->b) && v->ncauses == 0)
             unexplained = 1;
     }
-    if (m->sys.p2p_error.v == 1)
+    if (m->sys.p2p_error.v == 1 || symptom_unexplained(d))
         unexplained = 1;
     int corrupt = has_finding(d, "p2p-data-corruption");
     int cause = 0;
@@ -1834,10 +2427,13 @@ static void rule_insufficient(ctx *c)
                 unexplained = 1;
     }
     if (unverified && !unexplained) {
-        /* P2P seen, data never checked: it may still be the silent kind */
-        missing(d, "build.sh verify (or simpleP2P): every byte of peer copies checked; peer access and bandwidth "
-                   "alone do not show that data arrives intact");
+        /* P2P seen, data never checked: said (it may still be the silent
+           kind), but every pair's state is known, which the exit code tells */
+        d->unverified = unverified;
+        missing(d, "build.sh doctor --verify (or build.sh verify): every byte of peer copies checked; peer access "
+                   "and bandwidth alone do not show that data arrives intact");
     }
+    c->unexplained = unexplained;
     if (!unexplained && !unverified)
         return;
     if (unexplained)
@@ -1845,13 +2441,16 @@ static void rule_insufficient(ctx *c)
     dr_finding *f = finding(d, "insufficient-data", DR_SCOPE_MACHINE, -1, -1, DR_SEV_INFO, DR_CERT_CERTAIN);
     if (!f)
         return;
-    SUMMARY(f, "%s", !unexplained ? "P2P is in use, but no output shows that its data arrives intact"
+    SUMMARY(f, "%s", !unexplained ? "P2P is in use, but no output shows that its data arrives intact (build.sh "
+                                    "doctor --verify checks every byte)"
                      : d->nmissing ? "the outputs read do not show why P2P fails (or whether it works); what would "
                                    "show it is listed under 'Collect'"
                                  : "every usual output was read and none shows the cause: a case for the maintainers "
                                    "(send the bundle of build.sh doctor --collect)");
-    FIX(f, "run build.sh doctor --collect DIR on the machine (as root for lspci and dmesg) and diagnose DIR with "
-           "build.sh doctor --from DIR");
+    FIX(f, "%s", !unexplained ? "run build.sh doctor --verify on the machine: it runs p2p-verify, which checks every "
+                                "byte of peer copies between every pair"
+                              : "run build.sh doctor --collect DIR on the machine (as root for lspci and dmesg) and "
+                                "diagnose DIR with build.sh doctor --from DIR");
 }
 
 /* ------------------------------------------------------------ inputs */
@@ -1935,7 +2534,7 @@ static void finish(ctx *c)
         if (d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY) {
             blocked++;
         }
-    int unknown = has_finding(d, "insufficient-data");
+    int unknown = c->unexplained;
     if (blocked) {
         d->exit_code = DR_EXIT_BLOCKED;
         d->status = "BLOCKED";
@@ -1950,13 +2549,19 @@ static void finish(ctx *c)
         d->exit_code = DR_EXIT_INSUFFICIENT;
         d->status = "INSUFFICIENT-DATA";
         snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0],
-                 "nothing found that stops P2P, but the outputs cannot show every pair's state");
+                 "nothing found that stops P2P, but the outputs cannot show every pair's state, or why P2P fails "
+                 "where it does");
     } else {
         d->exit_code = DR_EXIT_OK;
         d->status = "OK";
         snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0], "%s",
                  c->o->preinstall ? "nothing found that would stop P2P after the install"
-                                  : "nothing found that stops P2P");
+                                  : "nothing found that stops P2P, and every GPU pair has a verdict");
+        if (d->unverified)
+            snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0],
+                     "P2P is seen on %d pair%s, but no output checked that its data arrives intact: build.sh doctor "
+                     "--verify checks every byte",
+                     d->unverified, d->unverified == 1 ? "" : "s");
     }
     int degr = 0;
     for (int i = 0; i < d->nf; i++)
@@ -1990,16 +2595,20 @@ int dr_diagnose(dr_model *m, const dr_opts *o, dr_diag *d)
     rule_iommu(&c);
     rule_bar1(&c);
     rule_display(&c);
+    apply_setpci(&c);
     rule_acs(&c);
     rule_topology(&c);
     rule_nvlink(&c);
     rule_links(&c);
     rule_models(&c);
     rule_vm(&c);
+    rule_nvlink_keep(&c);
+    rule_symptoms(&c);
     rule_corruption(&c);
     verdicts(&c);
     rule_stock_guess(&c);
     rule_insufficient(&c);
+    works_now(&c);
     finish(&c);
     free(c.ps);
     return 0;

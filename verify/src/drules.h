@@ -8,6 +8,7 @@
 #define DR_MAX_FINDINGS 256
 #define DR_FIND_EV 5
 #define DR_MAX_MISSING 16
+#define DR_MAX_CAUSES 6
 
 enum { DR_SCOPE_MACHINE = 0, DR_SCOPE_GPU, DR_SCOPE_PAIR };
 enum { DR_SEV_INFO = 0, DR_SEV_DEGRADES, DR_SEV_BLOCKS };
@@ -44,6 +45,17 @@ typedef struct {
     char fix[480];
     dr_ev ev[DR_FIND_EV];
     int nev;
+    /* a symptom's (p2p-slower-than-host, p2p-latency-high) likely causes, most
+     * likely first, each with its certainty and what shows it; the causes the
+     * outputs rule out; the ones they cannot tell, with what would */
+    struct {
+        const char *id;
+        int certainty;
+        char why[200];
+    } cause[DR_MAX_CAUSES];
+    int ncause;
+    char ruled_out[300];
+    char not_shown[400];
 } dr_finding;
 
 typedef struct {
@@ -71,6 +83,9 @@ typedef struct {
     char module_version[24];
     const char *module_version_src;
     int ours; /* 1 the loaded module is nvidia-p2p's, 0 not, -1 unknown */
+    int unverified; /* pairs seen with P2P whose data no output checked */
+    int works_now;  /* every one of these ordered pairs is OK in topo -p2p r and w (the loaded
+                       driver gives them P2P) and nothing blocks it; 0 otherwise */
     int exit_code;
     const char *status;
     char reasons[4][240];

@@ -40,6 +40,10 @@ int pv_enable_peer(pv_results *r, int i, int j)
         (void)cudaGetLastError();
         return 0;
     }
+    if (e != cudaSuccess && r->peer_fail_src < 0) {
+        r->peer_fail_src = i;
+        r->peer_fail_dst = j;
+    }
     PV_CK(r, e);
     return 0;
 }

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
     r->iters = o.iters;
     r->seed = o.seed;
     r->self_test = o.self_test;
+    r->perf_peer_off = o.perf_peer_off;
     r->quick = o.quick;
 
     int n = 0;
@@ -99,7 +100,10 @@ int main(int argc, char **argv)
         (void)cudaGetLastError();
         n = 0;
     } else if (ce != cudaSuccess) {
-        pv_cuda_fail(r, ce, "cudaGetDeviceCount (is the NVIDIA driver loaded?)", __FILE__, __LINE__);
+        char hint[160], what[200];
+        snprintf(what, sizeof what, "cudaGetDeviceCount (%s)",
+                 pv_device_count_hint(getenv("CUDA_VISIBLE_DEVICES"), hint, sizeof hint));
+        pv_cuda_fail(r, ce, what, __FILE__, __LINE__);
         n = 0;
     }
     if (n > PV_MAX_GPUS) {

@@ -323,6 +323,9 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
         } else if (strcmp(name, "--no-integrity") == 0) {
             NO_VALUE();
             o->no_integrity = 1;
+        } else if (strcmp(name, "--perf-peer-off") == 0) {
+            NO_VALUE();
+            o->perf_peer_off = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
             NO_VALUE();
             o->verbose = 1;
@@ -469,6 +472,11 @@ const char *pv_help_text(void)
            "  --no-nccl           skip the NCCL all-reduce section\n"
            "  --no-perf           skip bandwidth/latency\n"
            "  --no-integrity      skip the integrity section\n"
+           "  --perf-peer-off     a stand-in for P2P that CUDA offers but that takes the\n"
+           "                      host path: measure the P2P=Enabled bandwidth and latency\n"
+           "                      with peer access left off (the driver stages the copies\n"
+           "                      through host memory); said in the report and the JSON\n"
+           "                      (perf_peer_access_off), for testing build.sh doctor\n"
            "  --json              JSON to stdout; the human report goes to stderr\n"
            "  --self-test MODE    inject corruption after each copy of the largest size\n"
            "                      and before the check: zero-chunk (zero 4 KiB in the\n"
@@ -497,4 +505,54 @@ const char *pv_help_text(void)
            "  24  fewer than two GPUs (nothing to verify)\n"
            "When several apply, the first in this order wins: 24, 21, 22, 23, 20.\n"
            "A missing libnccl.so.2 makes the NCCL section SKIP; it does not fail.\n";
+}
+
+/* The entries of CUDA_VISIBLE_DEVICES that CUDA uses: up to the first empty
+ * one, blanks around each dropped.  Returns how many (at most max). */
+static int cvd_entries(const char *cvd, char out[][64], int max)
+{
+    int n = 0;
+    while (n < max) {
+        while (*cvd == ' ')
+            cvd++;
+        size_t l = strcspn(cvd, ",");
+        while (l > 0 && cvd[l - 1] == ' ')
+            l--;
+        if (l == 0 || l >= sizeof out[0])
+            break;
+        memcpy(out[n], cvd, l);
+        out[n++][l] = '\0';
+        cvd = strchr(cvd, ',');
+        if (!cvd)
+            break;
+        cvd++;
+    }
+    return n;
+}
+
+/* Two entries for one GPU: "0" and "00" by number, UUIDs as written. */
+static int same_entry(const char *a, const char *b)
+{
+    char *ea = NULL, *eb = NULL;
+    long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
+    if (ea != a && !*ea && eb != b && !*eb)
+        return x == y;
+    return !strcmp(a, b);
+}
+
+const char *pv_device_count_hint(const char *cvd, char *buf, size_t len)
+{
+    char e[PV_MAX_GPUS * 2][64];
+    int n = cvd ? cvd_entries(cvd, e, PV_MAX_GPUS * 2) : 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (same_entry(e[i], e[j])) {
+                snprintf(buf, len, "CUDA_VISIBLE_DEVICES=%.40s lists GPU %s twice; list each GPU once", cvd, e[i]);
+                return buf;
+            }
+    if (cvd)
+        snprintf(buf, len, "is the NVIDIA driver loaded? does CUDA_VISIBLE_DEVICES=%.40s name GPUs that exist?", cvd);
+    else
+        snprintf(buf, len, "is the NVIDIA driver loaded?");
+    return buf;
 }

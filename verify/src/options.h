@@ -10,6 +10,7 @@ enum { PV_SHOW_NONE = 0, PV_SHOW_HELP = 1, PV_SHOW_VERSION = 2 };
 
 typedef struct {
     int json, quick, no_nccl, no_perf, no_integrity, verbose;
+    int perf_peer_off; /* --perf-peer-off: P2P=Enabled measured with peer access off */
     int self_test;                       /* PV_ST_* */
     int pairs_given;
     int pairs_is_list;                   /* "0,1": all ordered pairs among these GPUs */
@@ -47,6 +48,10 @@ int pv_parse_pairs(const char *s, pv_options *o, char *err, size_t errlen);
 int pv_resolve_pairs(pv_options *o, int ngpus, char *err, size_t errlen);
 
 int pv_parse_self_test(const char *s);
+/* What to say when cudaGetDeviceCount fails, given CUDA_VISIBLE_DEVICES
+ * (NULL: unset): a GPU listed twice (CUDA then fails with "invalid device
+ * ordinal"), else the driver.  Written to buf, which is returned. */
+const char *pv_device_count_hint(const char *cvd, char *buf, size_t len);
 const char *pv_help_text(void);
 /* Human "256 MiB" / "4 KiB" / "1000 B". */
 void pv_fmt_size(unsigned long long bytes, char *buf, size_t len);

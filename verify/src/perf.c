@@ -231,7 +231,8 @@ int pv_run_perf(pv_results *r, const pv_options *o)
     for (int phase = 0; phase < 6; phase++) {
         int kind = kinds[phase];
         int on = phase % 2 == 1;
-        if (set_peer_all(r, ids, n, on) || streams_create(r, p, ids, n))
+        /* --perf-peer-off: the P2P=Enabled phases too run with peer access off */
+        if (set_peer_all(r, ids, n, on && !o->perf_peer_off) || streams_create(r, p, ids, n))
             return -1;
         double(*dst)[PV_MAX_GPUS] = kind == KIND_UNI ? (on ? r->uni_on : r->uni_off)
                                     : kind == KIND_BI ? (on ? r->bi_on : r->bi_off)

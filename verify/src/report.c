@@ -243,6 +243,9 @@ static void section_perf(FILE *f, const pv_results *r, const int *ids, int n)
             "of 16 B, GPU time per copy. Median of %d sample%s after one warm-up. P2P=Disabled: peer access\n"
             "off, the driver stages the copy through host memory. Diagonal: local copy (read+write counted).\n",
             r->perf_bytes, r->perf_repeat, r->lat_repeat, r->perf_reps, r->perf_reps == 1 ? "" : "s");
+    if (r->perf_peer_off)
+        fprintf(f, "--perf-peer-off: the P2P=Enabled matrices below were measured with peer access OFF (host\n"
+                   "staging), a stand-in for P2P that takes the host path; they are not P2P figures.\n");
     perf_block(f, "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)", ids, n, r->uni_on, 2, r->link,
                1.0, "link limit per direction (P2P path)");
     perf_block(f, "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)", ids, n, r->uni_off, 2, r->pcie, 1.0,
@@ -563,6 +566,7 @@ int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
     snprintf(buf, sizeof buf, "0x%llx", r->seed);
     pvj_str(&j, "seed", buf);
     pvj_str(&j, "self_test", r->self_test ? pv_self_test_name(r->self_test) : NULL);
+    pvj_bool(&j, "perf_peer_access_off", r->perf_peer_off);
     pvj_arr(&j, "sizes");
     for (int s = 0; s < r->nsizes; s++)
         pvj_uint(&j, NULL, r->sizes[s]);

@@ -107,6 +107,7 @@ typedef struct {
     char date[40];
     char hostname[64];
     char driver_version[32];
+    char registry_dwords[256]; /* /proc/driver/nvidia/params' RegistryDwords, "" unknown */
     int cuda_driver_api, cuda_runtime;
     char argv_line[512];
 
@@ -134,6 +135,7 @@ typedef struct {
     int iters;
     unsigned long long seed;
     int self_test;
+    int perf_peer_off; /* --perf-peer-off */
     int quick;
 
     /* integrity */
@@ -155,6 +157,7 @@ typedef struct {
     /* errors */
     int cuda_error;
     char cuda_error_msg[512];
+    int peer_fail_src, peer_fail_dst; /* cudaDeviceEnablePeerAccess failed between them; -1 */
 
     double elapsed_s;
 } pv_results;

@@ -261,3 +261,35 @@ int pv_parse_proc_driver_version(const char *text, char *out, size_t outlen)
     }
     return -1;
 }
+
+int pv_parse_params_regdwords(const char *text, char *out, size_t outlen)
+{
+    const char *p = text;
+    char line[1024];
+    while (p && pv_next_line(&p, line, sizeof line, NULL)) {
+        if (strncmp(line, "RegistryDwords:", 15) != 0)
+            continue;
+        const char *v = line + 15;
+        while (*v == ' ' || *v == '"')
+            v++;
+        size_t l = strcspn(v, "\"");
+        if (l >= outlen)
+            l = outlen - 1;
+        memcpy(out, v, l);
+        out[l] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+long pv_regdword(const char *dwords, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = dwords; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+        while (*p == ' ')
+            p++;
+        if (!strncmp(p, key, kl) && p[kl] == '=')
+            return strtol(p + kl + 1, NULL, 0);
+    }
+    return -1;
+}

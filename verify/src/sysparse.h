@@ -37,6 +37,12 @@ long long pv_parse_sysfs_bar(const char *text, int bar);
 long long pv_parse_sysfs_bar1(const char *text);
 /* Driver version from /proc/driver/nvidia/version. 0 on success. */
 int pv_parse_proc_driver_version(const char *text, char *out, size_t outlen);
+/* The RegistryDwords string of /proc/driver/nvidia/params ("A=1;B=2", quotes
+ * dropped).  0 on success. */
+int pv_parse_params_regdwords(const char *text, char *out, size_t outlen);
+/* The value of key in a RegistryDwords string ("RMForceP2PType=2;..."), -1
+ * when it is not there. */
+long pv_regdword(const char *dwords, const char *key);
 /* Strip ANSI escape sequences in place. */
 void pv_strip_ansi(char *s);
 

@@ -198,6 +198,10 @@ int pv_gather_topology(pv_results *r)
             pv_parse_proc_driver_version(s, r->driver_version, sizeof r->driver_version);
         free(s);
     }
+    char *params = pv_read_file("/proc/driver/nvidia/params", 1 << 16);
+    if (params)
+        pv_parse_params_regdwords(params, r->registry_dwords, sizeof r->registry_dwords);
+    free(params);
 
     for (int i = 0; i < r->ngpus; i++) {
         pv_gpu *g = &r->gpu[i];

@@ -4,9 +4,11 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ncclparse.h"
+#include "sysparse.h"
 
 const char *pv_exit_label(int code)
 {
@@ -56,6 +58,7 @@ const char *pv_self_test_name(int m)
 void pv_results_init(pv_results *r)
 {
     memset(r, 0, sizeof(*r));
+    r->peer_fail_src = r->peer_fail_dst = -1;
     for (int i = 0; i < PV_MAX_GPUS; i++) {
         r->gpu[i].bar1_bytes = -1;
         r->gpu[i].nvlink_active = -1;
@@ -94,6 +97,30 @@ int pv_nccl_non_p2p(const pv_results *r, const pv_nccl_run *run, char *first, si
         }
     }
     return bad;
+}
+
+int pv_nvlink_keep_risk(const pv_results *r, int i, int j)
+{
+    int major = atoi(r->driver_version);
+    return i >= 0 && j >= 0 && r->link[i][j].type == PV_LINK_NVLINK && major >= 535 && major < 575 &&
+           pv_regdword(r->registry_dwords, "RMBar1P2PKeepNvlink") == 1 &&
+           pv_regdword(r->registry_dwords, "RMForceP2PType") == 2;
+}
+
+/* An NVLink pair without working peer access where --nvlink keep is in
+ * effect on 535-570: name the open risk of p2p-0006 and its fix. */
+static void keep_risk_reasons(const pv_results *r, pv_verdict *v)
+{
+    for (int i = 0; i < r->ngpus; i++)
+        for (int j = i + 1; j < r->ngpus; j++) {
+            int failed = r->can_access[i][j] == 0 || r->can_access[j][i] == 0 ||
+                         (r->peer_fail_src == i && r->peer_fail_dst == j) || (r->peer_fail_src == j && r->peer_fail_dst == i);
+            if (failed && pv_nvlink_keep_risk(r, i, j))
+                add_reason(v, "GPU%d<->GPU%d: NVLink, no working peer access, --nvlink keep in effect on %.16s "
+                              "(RMBar1P2PKeepNvlink=1): GSP may not set up NVLink peers under RMForceP2PType=2, and the "
+                              "pair gets no BAR1 fallback; fix: build.sh install <tag> --nvlink off",
+                           i, j, r->driver_version);
+        }
 }
 
 int pv_compute_verdict(const pv_results *r, pv_verdict *v)
@@ -163,6 +190,7 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
         cuda = 1;
         add_reason(v, "CUDA error: %s", r->cuda_error_msg);
     }
+    keep_risk_reasons(r, v);
 
     /* NCCL */
     if (r->nccl.state == PV_NCCL_RAN) {

@@ -25,5 +25,10 @@ const char *pv_exit_label(int code);
 /* For a P2P-allowed NCCL run: count connections between GPUs that can
  * access each other which did not use a P2P transport. */
 int pv_nccl_non_p2p(const pv_results *r, const pv_nccl_run *run, char *first, size_t firstlen);
+/* GPUs i and j are joined by NVLink, and --nvlink keep of build.sh's
+ * 535-570 modules is in effect (RMBar1P2PKeepNvlink=1 beside
+ * RMForceP2PType=2): the open risk of patch p2p-0006, where GSP firmware may
+ * not set up NVLink peers and the pair gets no BAR1 fallback. */
+int pv_nvlink_keep_risk(const pv_results *r, int i, int j);
 
 #endif

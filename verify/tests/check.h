@@ -57,6 +57,7 @@ int json_valid(const char *s);
 /* test_doctor.c */
 void test_doctor_parsers(void);
 void test_doctor_rules(void);
+void test_doctor_symptoms(void);
 void test_doctor_input(void);
 void test_doctor_json_reader(void);
 

@@ -405,6 +405,67 @@ static void test_verdict(void)
     free_results(r);
 }
 
+/* The open risk of --nvlink keep in 535-570 (p2p-0006) named in the verdict,
+ * and the hint for a failing cudaGetDeviceCount. */
+static void test_keep_risk_and_hints(void)
+{
+    pv_verdict v;
+    pv_results *r = mkresults();
+    snprintf(r->driver_version, sizeof r->driver_version, "570.211.01");
+    snprintf(r->registry_dwords, sizeof r->registry_dwords, "ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=1");
+    pv_link_nvlink(&r->link[0][1], &r->gpu[0], &r->gpu[1], 4, "nvidia-smi topo -m");
+    r->link[1][0] = r->link[0][1];
+    CHECK_INT(pv_nvlink_keep_risk(r, 0, 1), 1);
+    /* peer access works: nothing said */
+    CHECK_INT(pv_compute_verdict(r, &v), 0);
+    for (int i = 0; i < v.nreasons; i++)
+        CHECK(strstr(v.reasons[i], "--nvlink off") == NULL);
+    /* enabling it failed between the bridged pair: named, with the fix */
+    r->cuda_error = 1;
+    snprintf(r->cuda_error_msg, sizeof r->cuda_error_msg, "cudaDeviceEnablePeerAccess(j, 0) failed");
+    r->peer_fail_src = 1;
+    r->peer_fail_dst = 0;
+    CHECK_INT(pv_compute_verdict(r, &v), 22);
+    CHECK(v.nreasons == 2 && strstr(v.reasons[1], "GPU0<->GPU1: NVLink, no working peer access, --nvlink keep in effect "
+                                                   "on 570.211.01") &&
+          strstr(v.reasons[1], "build.sh install <tag> --nvlink off"));
+    /* not from 575 on, not with keep off, not over PCIe */
+    snprintf(r->driver_version, sizeof r->driver_version, "575.64.05");
+    CHECK_INT(pv_nvlink_keep_risk(r, 0, 1), 0);
+    snprintf(r->driver_version, sizeof r->driver_version, "535.288.01");
+    CHECK_INT(pv_nvlink_keep_risk(r, 0, 1), 1);
+    snprintf(r->registry_dwords, sizeof r->registry_dwords, "ForceP2P=0x11;RMForceP2PType=2;RMBar1P2PKeepNvlink=0");
+    CHECK_INT(pv_nvlink_keep_risk(r, 0, 1), 0);
+    snprintf(r->registry_dwords, sizeof r->registry_dwords, "RMBar1P2PKeepNvlink=1;RMForceP2PType=2");
+    r->link[0][1] = r->pcie[0][1];
+    CHECK_INT(pv_nvlink_keep_risk(r, 0, 1), 0);
+    free(r->ints);
+    free(r);
+
+    /* /proc/driver/nvidia/params' RegistryDwords and its keys */
+    char dw[256];
+    CHECK_INT(pv_parse_params_regdwords("EnableMSI: 1\nRegistryDwords: \"ForceP2P=0x11;RMForceP2PType=2\"\nRmMsg: \"\"\n",
+                                        dw, sizeof dw),
+              0);
+    CHECK_STR(dw, "ForceP2P=0x11;RMForceP2PType=2");
+    CHECK_INT(pv_regdword(dw, "ForceP2P"), 0x11);
+    CHECK_INT(pv_regdword(dw, "RMForceP2PType"), 2);
+    CHECK_INT(pv_regdword(dw, "P2PType"), -1);
+    CHECK_INT(pv_parse_params_regdwords("EnableMSI: 1\n", dw, sizeof dw), -1);
+
+    /* cudaGetDeviceCount failing: a GPU listed twice in CUDA_VISIBLE_DEVICES is said as such (CUDA then
+     * returns cudaErrorInvalidDevice, "invalid device ordinal"); else the driver, and the variable if set */
+    char h[160];
+    CHECK_STR(pv_device_count_hint("0,0", h, sizeof h), "CUDA_VISIBLE_DEVICES=0,0 lists GPU 0 twice; list each GPU once");
+    CHECK(strstr(pv_device_count_hint("1, 2,01", h, sizeof h), "lists GPU 1 twice") != NULL);
+    CHECK(strstr(pv_device_count_hint("GPU-ab,GPU-cd,GPU-ab", h, sizeof h), "lists GPU GPU-ab twice") != NULL);
+    /* CUDA reads up to the first empty entry: what follows it is not a second listing */
+    CHECK(strstr(pv_device_count_hint("0,,0", h, sizeof h), "twice") == NULL);
+    CHECK_STR(pv_device_count_hint("0,1", h, sizeof h),
+              "is the NVIDIA driver loaded? does CUDA_VISIBLE_DEVICES=0,1 name GPUs that exist?");
+    CHECK_STR(pv_device_count_hint(NULL, h, sizeof h), "is the NVIDIA driver loaded?");
+}
+
 static void test_matrix_format(void)
 {
     double v[PV_MAX_GPUS][PV_MAX_GPUS];
@@ -643,6 +704,10 @@ static void test_options(void)
     CHECK(o.json && o.quick && o.no_nccl && o.no_perf);
     CHECK_INT(o.iters, 1);
     CHECK(o.nsizes == 3 && o.sizes[2] == 32ull << 20);
+    CHECK(!o.perf_peer_off);
+    CHECK_INT(parse(&o, "--perf-peer-off"), PV_PARSE_OK);
+    CHECK(o.perf_peer_off && !o.no_perf);
+    CHECK_INT(parse(&o, "--perf-peer-off=1"), PV_PARSE_USAGE);
 
     CHECK_INT(parse(&o, "--pairs 0-1,1-0"), PV_PARSE_OK);
     CHECK_INT(o.npairs, 2);
@@ -953,10 +1018,11 @@ int main(int argc, char **argv)
         const char *name;
         void (*fn)(void);
     } tests[] = {
-        {"limits", test_limits},   {"verdict", test_verdict},       {"matrix_format", test_matrix_format},
+        {"limits", test_limits},   {"verdict", test_verdict},       {"keep_risk_hints", test_keep_risk_and_hints},       {"matrix_format", test_matrix_format},
         {"json", test_json},       {"options", test_options},       {"nccl_parse", test_nccl_parse},
         {"pattern", test_pattern}, {"sysparse", test_sysparse}, {"selftest_report", test_selftest_report},
         {"doctor_parse", test_doctor_parsers}, {"doctor_rules", test_doctor_rules},
+        {"doctor_symptoms", test_doctor_symptoms},
         {"doctor_input", test_doctor_input}, {"doctor_json", test_doctor_json_reader},
     };
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
