@@ -360,6 +360,23 @@ compat_since() {
   assert_failure 2
 }
 
+@test "two rebases at once: the second exits 11 while the first holds the data directory; nothing changed" {
+  fixture_release "${UP}" 999.30.01
+  (
+    exec 9<"${NVP2P_DATA_DIR}"
+    flock 9
+    touch "${BATS_TEST_TMPDIR}/locked"
+    sleep 5
+  ) &
+  local holder=$!
+  while [[ ! -e ${BATS_TEST_TMPDIR}/locked ]]; do sleep 0.1; done
+  rebase 999.30.01 --source "${UP}"
+  kill "${holder}" 2>/dev/null || true
+  assert_failure 11
+  assert_output --partial "another rebase holds the lock ${NVP2P_DATA_DIR}"
+  versions_unchanged
+}
+
 @test "interrupted between writing the new family and versions.conf: the family is removed again" {
   fixture_release "${UP}" 999.30.01 "${MOVED}"
   # SIGTERM arrives just before versions.conf would be replaced.
