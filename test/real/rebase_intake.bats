@@ -41,33 +41,33 @@ setup_file() {
   export I_DIR="${BATS_FILE_TMPDIR}/intake" I_SKIP="" I_RC=0 I_OUT
   I_OUT="${BATS_FILE_TMPDIR}/intake.out"
   mkdir -p "${I_CACHE}" "${I_DIR}"
-  I_SKIP=$(intake_cannot_run) || true
+  intake_cannot_run
   [[ -z ${I_SKIP} ]] || return 0
   intake_run
 }
 
-# intake_cannot_run: why not here (printed), or nothing. Sets I_GIT, I_K61,
+# intake_cannot_run: I_SKIP, why not here, or nothing; I_GIT, I_K61,
 # I_RECORD, I_DIGEST.
 intake_cannot_run() {
-  local turns="${I_CACHE}/heavy-turns" c why
-  [[ "$(id -u)" == 0 ]] || { echo "needs root (the proof builds run in chroots)" && return 0; }
-  I_GIT=$(real_git_dir "${I_CACHE}") || { echo "${I_GIT}" && return 0; }
+  local turns="${I_CACHE}/heavy-turns" c
+  I_SKIP=""
+  [[ "$(id -u)" == 0 ]] || { I_SKIP="needs root (the proof builds run in chroots)" && return 0; }
+  I_GIT=$(real_git_dir "${I_CACHE}") || { I_SKIP=${I_GIT} && return 0; }
   I_K61=$(find /lib/modules -mindepth 2 -maxdepth 2 -name build -printf '%h\n' 2>/dev/null | xargs -r -n 1 basename | sort -V | head -n 1)
-  [[ -n ${I_K61} ]] || { echo "no kernel headers installed (Debian: linux-headers-amd64)" && return 0; }
+  [[ -n ${I_K61} ]] || { I_SKIP="no kernel headers installed (Debian: linux-headers-amd64)" && return 0; }
   for c in 7.2 7.3; do
     [[ -d ${I_CHROOTS}/${c}/root ]] ||
-      { echo "chroot ${c} not made (ci/chroot.sh make ${c} ${I_CHROOTS}; real_source.bats makes it when time allows)" && return 0; }
+      { I_SKIP="chroot ${c} not made (ci/chroot.sh make ${c} ${I_CHROOTS}; real_source.bats makes it when time allows)" && return 0; }
   done
   I_RECORD="${I_CACHE}/rebase-intake-passed"
-  I_DIGEST=$(intake_digest) || { echo "a release of NEW_TAGS is not in versions.conf" && return 0; }
+  I_DIGEST=$(intake_digest) || { I_SKIP="a release of NEW_TAGS is not in versions.conf" && return 0; }
   export I_GIT I_K61 I_RECORD I_DIGEST
-  why=$(recent_pass "${I_RECORD}" "${I_DIGEST}" "${INTAKE_MAX_AGE_DAYS}" NVP2P_TEST_INTAKE)
-  if [[ -n ${why} ]]; then
+  I_SKIP=$(recent_pass "${I_RECORD}" "${I_DIGEST}" "${INTAKE_MAX_AGE_DAYS}" NVP2P_TEST_INTAKE)
+  if [[ -n ${I_SKIP} ]]; then
     turn_mark "${turns}" rebase-intake idle "${INTAKE_NEED_MIN}"
-    echo "${why}" && return 0
+    return 0
   fi
-  why=$(heavy_turn "${turns}" rebase-intake "${INTAKE_NEED_MIN}")
-  [[ -z ${why} ]] || echo "${why}"
+  I_SKIP=$(heavy_turn "${turns}" rebase-intake "${INTAKE_NEED_MIN}")
 }
 
 # intake_digest: the inputs digest (see the header).
