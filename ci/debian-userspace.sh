@@ -10,9 +10,10 @@
 #   ci/debian-userspace.sh steps DRIVER KMOD TAG DEB
 #       DRIVER (nvidia-driver, nvidia-tesla-535-driver) of TAG from Debian,
 #       its kernel module package KMOD (nvidia-kernel-dkms, ...), then DEB
-#       (nvidia-p2p-dkms of TAG, built by build.sh package) in KMOD's place,
-#       then the suite's kernel headers: DKMS builds our modules; then DEB
-#       purged and KMOD back
+#       (nvidia-p2p-dkms of TAG, built by build.sh package) in KMOD's place
+#       (apt-get autoremove would then remove nothing it would not have
+#       removed before), then the suite's kernel headers: DKMS builds our
+#       modules; then DEB purged and KMOD back
 #
 # Kernel headers are absent while Debian's kernel module package is
 # installed (its postinst then skips the DKMS build of Debian's own modules:
@@ -65,6 +66,30 @@ installed() { [[ "$(dpkg-query -W -f '${db:Status-Abbrev}' "$1" 2>/dev/null)" ==
 
 # apt_clean: apt-get check finds no broken dependency.
 apt_clean() { apt-get check; }
+
+# autoremovable: what apt-get autoremove would remove now (a simulation),
+# one name a line, sorted.
+autoremovable() { apt-get -s autoremove | sed -n -E 's/^Remv ([^ ]+) .*/\1/p' | sort; }
+
+# swap_in DEB: apt installs DEB in the kernel module package's place; what
+# autoremove would have removed before goes to /tmp/autoremovable.before.
+swap_in() {
+  autoremovable >/tmp/autoremovable.before
+  apt-get -y -q install "$1"
+}
+
+# apt_clean_kept: apt_clean, and apt-get autoremove would remove nothing
+# more than before the swap (issue 27: it removed nvidia-kernel-support,
+# nvidia-kernel-common and nvidia-modprobe, which only Debian's kernel
+# module package had kept).
+apt_clean_kept() {
+  local more
+  apt_clean || return 1
+  more=$(autoremovable | comm -13 /tmp/autoremovable.before -)
+  printf 'apt-get autoremove: before the swap %s; now also: %s\n' \
+    "$(tr '\n' ' ' </tmp/autoremovable.before)" "$(tr '\n' ' ' <<<"${more:-nothing}")"
+  [[ -z ${more} ]]
+}
 
 # loads_ours: modprobe nvidia runs nvidia-p2p.conf's install line (with its
 # options) for every kernel; loads_stock: it does not.
@@ -152,15 +177,15 @@ steps() {
   step "${driver} and ${kmod} installed" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod}"
   step "stock: modprobe nvidia is Debian's" loads_stock
   step "stock: GSP firmware of ${tag}" firmware "${tag}"
-  step "apt-get install ./$(basename "${deb}") (in ${kmod}'s place)" apt-get -y -q install "${deb}"
+  step "apt-get install ./$(basename "${deb}") (in ${kmod}'s place)" swap_in "${deb}"
   step "${driver} stays, ${kmod} removed" bash -c "$(declare -f installed); installed ${driver} && installed nvidia-p2p-dkms && ! installed ${kmod}"
-  step "apt-get check" apt_clean
+  step "apt-get check; apt-get autoremove would remove nothing more than before" apt_clean_kept
   step "apt-get install linux-headers-amd64: DKMS's hook builds nvidia-p2p ${tag}" headers_in
   step "DKMS's modules: all five, version ${tag}, vermagic of the kernel, depmod picks them" dkms_modules "${tag}"
   step "modprobe nvidia loads ours, with the P2P options" loads_ours
   step "GSP firmware of ${tag} still there" firmware "${tag}"
   step "build.sh preflight: the userspace driver is Debian's ${tag}, as the modules" preflight_says "${tag}"
-  step "apt-get check with the headers in" apt_clean
+  step "apt-get check with the headers in; apt-get autoremove would remove nothing more than before" apt_clean_kept
   step "kernel headers out again (${kmod} comes back without a DKMS build)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
   step "apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)" apt-get -y -q purge nvidia-p2p-dkms
   step "${driver} and ${kmod} installed again" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod} && ! installed nvidia-p2p-dkms"

@@ -43,7 +43,9 @@ The package conflicts with the distributions' NVIDIA kernel module packages
 provides nvidia-kernel-<tag> / nvidia-open-kernel-<tag>, so Debian's driver
 packages of <tag> (nvidia-driver, nvidia-tesla-535-driver) take it for their
 kernel modules; it recommends the GSP firmware package of <tag>
-(firmware-nvidia-gsp-<tag>, Ubuntu's nvidia-firmware-<branch>-<tag>). The
+(firmware-nvidia-gsp-<tag>, Ubuntu's nvidia-firmware-<branch>-<tag>), and
+keeps what the distribution's kernel module package kept (its support
+package, the driver) from apt-get autoremove without installing them. The
 userspace driver is not in it: your distribution's packages of exactly <tag>,
 or NVIDIA's .run of <tag> with --no-kernel-modules; `build.sh preflight`
 reports a mismatch.
@@ -218,13 +220,60 @@ deb_maintainer() {
 # NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
 # packages Debian's userspace packages of the same version depend on
 # (nvidia-kernel-<tag>, nvidia-open-kernel-<tag>) and, versioned, Ubuntu's
-# kernel module package names (deb_provides_ubuntu), and
-# Recommends the GSP firmware of TAG (Debian's firmware-nvidia-gsp and
-# firmware-nvidia-tesla-535-gsp provide firmware-nvidia-gsp-<version>;
-# Ubuntu's is nvidia-firmware-<branch>-<version>): only Debian's
-# nvidia-kernel-dkms (and the tesla flavour's), which
-# this package replaces, depends on it. A recommendation, since a .run brings
-# its own firmware and most tags have no such package.
+# kernel module package names (deb_provides_ubuntu); Recommends: see
+# deb_recommends.
+#
+# The package takes the place of the distribution's kernel module package,
+# so it carries that package's relations, or apt forgets what only they kept
+# (apt-get autoremove after the swap removed nvidia-kernel-support,
+# nvidia-kernel-common and nvidia-modprobe: the nouveau blacklist, the udev
+# rules that make /dev/nvidia*, the setuid helper CUDA uses as non-root).
+# It also has to install, and upgrade from a repository, beside NVIDIA's
+# .run userspace, where no distribution package of the driver exists. The
+# relations of Debian's nvidia-kernel-dkms (bookworm 535.261.03-1, trixie
+# 550.163.01-2; nvidia-open-kernel-dkms and trixie's
+# nvidia-tesla-535-kernel-dkms 535.274.02 alike, with their own names) and
+# of Ubuntu's nvidia-dkms-<branch>[-server][-open] (test/fixtures/ubuntu/),
+# one by one:
+#   Depends: firmware-nvidia-gsp (= V) | firmware-nvidia-gsp-V (Ubuntu's
+#     closed flavour: nvidia-firmware-<branch>[-server]-V): Recommends
+#     firmware-nvidia-gsp-<tag> | nvidia-firmware-<branch>[-server]-<tag>.
+#     The GSP firmware of exactly the tag; the virtual name covers Debian's
+#     both flavours (firmware-nvidia-tesla-535-gsp provides it too). Not
+#     Depends: most tags have no such package, and a .run brings its own, so
+#     a Depends would make the package uninstallable there. apt installs
+#     recommendations by default, and autoremove keeps what a Recommends
+#     names (APT::AutoRemove::RecommendsImportant, true by default).
+#   Depends: nvidia-kernel-support--v1 (nvidia-open-kernel-support--v1,
+#     nvidia-tesla-<branch>-kernel-support--v1; Ubuntu:
+#     nvidia-kernel-common-<branch>[-server]): Recommends the same names
+#     with "| dkms" last. Installing any of them brings nvidia-alternative,
+#     glx-diversions and nvidia-installer-cleanup, whose pre-install hook
+#     (/usr/lib/nvidia/pre-install) kills NVIDIA's installer and whose
+#     postinst asks to uninstall a .run driver already there (and fails
+#     without a terminal): with a plain Depends or Recommends, `apt install`
+#     of this package (or an upgrade from a repository that adds the
+#     relation) breaks the .run userspace. dkms is always installed
+#     (Depends), so the group is always satisfied and apt installs none of
+#     them; apt's autoremove follows every alternative of a group, so those
+#     installed stay. Not Suggests: autoremove follows it only while
+#     APT::AutoRemove::SuggestsImportant is true, which Docker's Debian
+#     images turn off (/etc/apt/apt.conf.d/docker-autoremove-suggests).
+#     On a new machine the support package comes only when named (README).
+#   Recommends: nvidia-driver (>= V) | libcuda1 (>= V) (tesla:
+#     nvidia-tesla-<branch>-driver | libnvidia-tesla-<branch>-cuda1): the
+#     same names, "| dkms" last, for the same reason: where the driver came
+#     with Debian's kernel module package (`apt install nvidia-kernel-dkms`),
+#     autoremove would take it after the swap; a .run userspace gets none.
+#   Pre-Depends: nvidia-installer-cleanup: not mirrored (its hook above
+#     stops the .run); Debian's driver packages pre-depend on it themselves.
+#   Depends: dkms (>= 3.0.3-4~ bookworm, >= 3.0.11 trixie): ours, dkms (>=
+#     DKMS_MIN_VERSION), the oldest this project tested.
+#   Provides: nvidia-kernel-dkms-any (= V): not provided (it is in
+#     PKG_CONFLICTS; nothing in bookworm or trixie depends on it).
+#   Ubuntu's Depends: nvidia-kernel-source-<branch>[-server][-open]: not
+#     mirrored: the source of the modules this package replaces; Ubuntu's
+#     nvidia-driver-* and nvidia-headless-no-dkms-* depend on it themselves.
 deb_control() {
   local tag=$1 d=$2 size
   size=$(du -sk --exclude=DEBIAN "${d}" | cut -f1)
@@ -235,7 +284,7 @@ Architecture: amd64
 Maintainer: $(deb_maintainer)
 Installed-Size: ${size}
 Depends: dkms (>= ${DKMS_MIN_VERSION})
-Recommends: linux-headers-amd64 | linux-headers-generic | linux-headers, firmware-nvidia-gsp-${tag} | nvidia-firmware-${tag%%.*}-${tag}
+Recommends: $(deb_recommends "${tag}")
 Provides: nvidia-kernel-${tag}, nvidia-open-kernel-${tag}, $(deb_provides_ubuntu "${tag}")
 Conflicts: ${PKG_CONFLICTS}
 Section: kernel
@@ -253,6 +302,19 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  distribution's packages of ${tag}, or NVIDIA's .run with
  --no-kernel-modules.
 EOF
+}
+
+# deb_recommends TAG: the Recommends field (see deb_control): the kernel
+# headers, the GSP firmware of TAG, then two groups apt never installs from
+# (dkms, a dependency, satisfies them) that keep from autoremove what the
+# distribution's kernel module package kept: its support package and the
+# userspace driver of TAG.
+deb_recommends() {
+  local tag=$1 b=${1%%.*}
+  local firmware="firmware-nvidia-gsp-${tag} | nvidia-firmware-${b}-${tag} | nvidia-firmware-${b}-server-${tag}"
+  local support="nvidia-kernel-support--v1 | nvidia-open-kernel-support--v1 | nvidia-tesla-${b}-kernel-support--v1 | nvidia-kernel-common-${b} | nvidia-kernel-common-${b}-server"
+  local userspace="nvidia-driver (>= ${tag}) | nvidia-tesla-${b}-driver (>= ${tag}) | libcuda1 (>= ${tag}) | libnvidia-tesla-${b}-cuda1 (>= ${tag})"
+  printf '%s\n' "linux-headers-amd64 | linux-headers-generic | linux-headers, ${firmware}, ${support} | dkms, ${userspace} | dkms"
 }
 
 # deb_provides_ubuntu TAG: Ubuntu's nvidia-driver-<branch>[-server][-open]

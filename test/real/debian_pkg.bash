@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# Helper of apt_debian.bats: the control file `build.sh package` writes,
-# made by its own function. Needs REPO_ROOT.
+# Helpers of apt_debian.bats, ubuntu.bats and package.bats: the control file
+# `build.sh package` writes, made by its own function (needs REPO_ROOT); a
+# private apt state on a local package index; a dpkg status that apt's
+# simulations can go on from.
 
 # control_text TAG DIR: the control file build.sh package writes for TAG
 # (status 3: TAG is not in versions.conf).
@@ -10,4 +12,62 @@ control_text() {
   versions_load
   [[ -n ${V_FAMILY[$1]:-} ]] || return 3
   deb_control "$1" "$2"
+}
+
+# apt_applied STATE SIM MANUAL DEB APT-OPTION...: STATE/status (dpkg's) and
+# STATE/extended_states (apt's auto marks), the files APT-OPTION... name, as
+# they are after the transaction that `apt-get -s` printed into SIM: its
+# Remv packages gone, its Inst packages installed (their stanzas as
+# apt-cache shows them; DEB's, a local .deb or "", from its control file),
+# each marked automatically installed unless it is MANUAL (a package name),
+# as apt marks what it brings in for another package. So a simulation can
+# go on where the last one ended, without root or dpkg.
+apt_applied() {
+  local state=$1 sim=$2 manual=$3 deb=$4 own="" p f
+  shift 4
+  local -a gone=() new=() specs=()
+  [[ -z ${deb} ]] || own=$(dpkg-deb -f "${deb}" Package)
+  mapfile -t gone < <(sed -n -E 's/^Remv ([^ ]+) .*/\1/p' "${sim}")
+  mapfile -t new < <(sed -n -E 's/^Inst ([^ ]+) (\[[^]]*\] )?\(([^ ]+) .*/\1=\3/p' "${sim}")
+  # one pass over each file: out with the stanzas of what the transaction
+  # removes or replaces
+  for f in status extended_states; do
+    awk -v names=" ${gone[*]} ${new[*]%%=*} " 'BEGIN { RS = ""; FS = "\n"; ORS = "\n\n" }
+      { split($1, p, ": "); if (!index(names, " " p[2] " ")) print }' "${state}/${f}" >"${state}/${f}.new"
+    mv "${state}/${f}.new" "${state}/${f}"
+  done
+  for p in "${new[@]}"; do
+    if [[ ${p%%=*} == "${own}" ]]; then
+      { dpkg-deb -f "${deb}" && printf 'Status: install ok installed\n\n'; } >>"${state}/status"
+    else
+      specs+=("${p}")
+    fi
+    [[ ${p%%=*} == "${manual}" ]] ||
+      printf 'Package: %s\nArchitecture: amd64\nAuto-Installed: 1\n\n' "${p%%=*}" >>"${state}/extended_states"
+  done
+  [[ ${#specs[@]} -eq 0 ]] && return 0
+  apt-cache "$@" show "${specs[@]}" | awk 'BEGIN { RS = ""; FS = "\n" }
+    { split($1, p, ": "); if (seen[p[2]]++) next
+      print $1; print "Status: install ok installed"
+      for (i = 2; i <= NF; i++) if ($i !~ /^(Filename|Size|MD5sum|SHA256|SHA1|Description-md5):/) print $i
+      print "" }' >>"${state}/status"
+}
+
+# apt_local DIR: a private apt state in DIR whose one source is the index
+# DIR/repo/Packages; sets APT_OPTS (dpkg's status DIR/status and apt's marks
+# DIR/extended_states, both empty; recommendations off unless a call says
+# otherwise).
+apt_local() {
+  local a=$1
+  mkdir -p "${a}/repo" "${a}/lists/partial" "${a}/cache/archives/partial" "${a}/prefs"
+  : >"${a}/status"
+  : >"${a}/extended_states"
+  printf 'deb [trusted=yes] file:%s ./\n' "${a}/repo" >"${a}/sources.list"
+  APT_OPTS=(-o "Dir::Etc::SourceList=${a}/sources.list" -o Dir::Etc::SourceParts=/dev/null
+    -o "Dir::State::Lists=${a}/lists" -o "Dir::Cache=${a}/cache" -o "Dir::State::status=${a}/status"
+    -o "Dir::State::extended_states=${a}/extended_states"
+    -o Dir::Etc::Preferences=/dev/null -o "Dir::Etc::PreferencesParts=${a}/prefs"
+    -o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o APT::Sandbox::User=root
+    -o APT::Install-Recommends=false)
+  apt-get "${APT_OPTS[@]}" -q update >"${a}/update.log" 2>&1 || { cat "${a}/update.log" && return 1; }
 }

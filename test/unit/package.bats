@@ -2,9 +2,13 @@
 # build.sh package: the Debian package of the DKMS source, built with the
 # real dpkg-deb (the kernel-independent objects come from the fixture's make
 # stub). Its maintainer scripts run under real dpkg and dkms in the chroot
-# test (test/real/dkms_chroot.bats).
+# test (test/real/dkms_chroot.bats). Its control fields go through the real
+# apt (simulations in a private state) with stand-ins of Debian's driver
+# packages (their real relations) and with none (NVIDIA's .run userspace);
+# Ubuntu's: test/unit/ubuntu.bats; Debian's real lists: test/real/apt_debian.bats.
 
 load ../test_helper
+load ../real/debian_pkg
 
 setup() {
   common_setup
@@ -38,6 +42,156 @@ package() {
   assert_line "Conflicts: nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms, nvidia-kernel-open-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel, nvidia-dkms, nvidia-dkms-open"
   local b=${FIXTURE_TAG%%.*} t=${FIXTURE_TAG}
   assert_line "Provides: nvidia-kernel-${t}, nvidia-open-kernel-${t}, nvidia-dkms-${b} (= ${t}), nvidia-dkms-${b}-open (= ${t}), nvidia-dkms-${b}-server (= ${t}), nvidia-dkms-${b}-server-open (= ${t})"
+}
+
+@test "the package recommends the headers, the GSP firmware of <tag>, and (dkms satisfies them) the distributions' support and userspace packages" {
+  package
+  assert_success
+  local b=${FIXTURE_TAG%%.*} t=${FIXTURE_TAG}
+  run dpkg-deb -f "${DEB}" Recommends
+  assert_output "linux-headers-amd64 | linux-headers-generic | linux-headers, firmware-nvidia-gsp-${t} | nvidia-firmware-${b}-${t} | nvidia-firmware-${b}-server-${t}, nvidia-kernel-support--v1 | nvidia-open-kernel-support--v1 | nvidia-tesla-${b}-kernel-support--v1 | nvidia-kernel-common-${b} | nvidia-kernel-common-${b}-server | dkms, nvidia-driver (>= ${t}) | nvidia-tesla-${b}-driver (>= ${t}) | libcuda1 (>= ${t}) | libnvidia-tesla-${b}-cuda1 (>= ${t}) | dkms"
+  run dpkg-deb -f "${DEB}" Pre-Depends Suggests
+  assert_output ""
+}
+
+# debian_index TAG: Debian's NVIDIA packages of TAG as a package index: the
+# relations of bookworm's 535.261.03-1 packages (nvidia-driver,
+# nvidia-kernel-dkms, nvidia-kernel-support and what they bring), read from
+# Debian's package lists, at version TAG-1; relations to non-NVIDIA packages
+# (libc6, debconf, pciutils, dpkg, the X server) left out. The real lists:
+# test/real/apt_debian.bats.
+debian_index() {
+  local v=$1 r="$1-1"
+  cat <<EOF
+Package: nvidia-driver
+Version: ${r}
+Architecture: amd64
+Depends: nvidia-alternative (= ${r}), nvidia-kernel-dkms (= ${r}) | nvidia-kernel-${v} | nvidia-open-kernel-${v}, nvidia-support, libcuda1 (= ${r})
+Pre-Depends: nvidia-installer-cleanup, nvidia-legacy-check (>= 495)
+Suggests: nvidia-kernel-dkms (>= ${v}) | nvidia-kernel-source (>= ${v}) | nvidia-open-kernel-source (>= ${v})
+
+Package: nvidia-kernel-dkms
+Version: ${r}
+Architecture: amd64
+Provides: nvidia-kernel-${v}, nvidia-kernel-dkms-any (= ${v})
+Depends: firmware-nvidia-gsp (= ${v}) | firmware-nvidia-gsp-${v}, nvidia-kernel-support--v1, dkms (>= 3.0.3-4~)
+Pre-Depends: nvidia-installer-cleanup
+Recommends: nvidia-driver (>= ${v}) | libcuda1 (>= ${v})
+
+Package: nvidia-kernel-support
+Version: ${r}
+Architecture: amd64
+Provides: nvidia-kernel-support--v1, nvidia-kernel-support-any
+Depends: nvidia-alternative (= ${r}), nvidia-alternative--kmod-alias, nvidia-kernel-common (>= 20151021), nvidia-modprobe (>= 535)
+
+Package: nvidia-alternative
+Version: ${r}
+Architecture: amd64
+Provides: nvidia-alternative--kmod-alias, nvidia-alternative-${v}, nvidia-alternative-any
+Depends: glx-alternative-nvidia (>= 1.2)
+Pre-Depends: nvidia-legacy-check (>= 495)
+
+Package: libcuda1
+Version: ${r}
+Architecture: amd64
+Depends: nvidia-support, nvidia-alternative (= ${r})
+Pre-Depends: nvidia-legacy-check (>= 495)
+
+Package: firmware-nvidia-gsp
+Version: ${r}
+Architecture: amd64
+Provides: firmware-nvidia-gsp (= ${v}), firmware-nvidia-gsp-${v}
+Conflicts: firmware-nvidia-gsp-${v}
+
+Package: nvidia-legacy-check
+Version: ${r}
+Architecture: amd64
+Pre-Depends: nvidia-installer-cleanup (>= 20151021)
+
+Package: glx-alternative-nvidia
+Version: 1.2.2
+Architecture: amd64
+Depends: update-glx (= 1.2.2), glx-diversions (= 1.2.2), glx-alternative-mesa
+
+Package: glx-diversions
+Version: 1.2.2
+Architecture: amd64
+Depends: glx-alternative-mesa (= 1.2.2)
+Pre-Depends: nvidia-installer-cleanup
+
+Package: glx-alternative-mesa
+Version: 1.2.2
+Architecture: amd64
+Depends: update-glx (= 1.2.2)
+
+EOF
+  local p
+  for p in update-glx:1.2.2 nvidia-installer-cleanup:20220217+3 nvidia-kernel-common:20220217+3 \
+    nvidia-modprobe:535.161.07-1 nvidia-support:20220217+3 dkms:3.0.10-8; do
+    printf 'Package: %s\nVersion: %s\nArchitecture: amd64\n\n' "${p%%:*}" "${p#*:}"
+  done
+}
+
+# debian_apt TAG: a private apt state on debian_index TAG (APT_OPTS; A).
+debian_apt() {
+  A="${BATS_TEST_TMPDIR}/apt"
+  rm -rf "${A}"
+  mkdir -p "${A}/repo"
+  debian_index "$1" | awk 'BEGIN { RS = ""; FS = "\n"; ORS = "\n\n" }
+    { split($1, p, ": "); print $0 "\nFilename: pool/" p[2] ".deb\nSize: 1\nDescription: " p[2] }' >"${A}/repo/Packages"
+  apt_local "${A}"
+}
+
+@test "apt, Debian's packages (stand-ins): the driver takes the package; after the swap apt-get autoremove removes nothing" {
+  command -v apt-get >/dev/null 2>&1 || skip "apt-get is not installed"
+  package
+  assert_success
+  export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
+  debian_apt "${FIXTURE_TAG}"
+  # a new machine: the driver takes ours for its kernel modules (apt's
+  # default: recommendations on)
+  run apt-get "${APT_OPTS[@]}" -o APT::Install-Recommends=true -s install nvidia-driver "${DEB}"
+  assert_success
+  assert_line --regexp "^Inst nvidia-p2p-dkms \(${FIXTURE_TAG}-1 "
+  assert_line --regexp "^Inst firmware-nvidia-gsp \(${FIXTURE_TAG}-1 "
+  refute_line --regexp '^Inst nvidia-kernel-dkms '
+  refute_line --regexp '^Inst nvidia-kernel-support '
+  # the support package comes when named (README), still without Debian's
+  # kernel module package
+  run apt-get "${APT_OPTS[@]}" -o APT::Install-Recommends=true -s install nvidia-driver nvidia-kernel-support "${DEB}"
+  assert_success
+  assert_line --regexp '^Inst nvidia-kernel-support '
+  assert_line --regexp '^Inst nvidia-modprobe '
+  refute_line --regexp '^Inst nvidia-kernel-dkms '
+  # a machine with the driver and nvidia-kernel-dkms, the rest automatic
+  apt-get "${APT_OPTS[@]}" -s install nvidia-driver >"${A}/first.sim"
+  apt_applied "${A}" "${A}/first.sim" nvidia-driver "" "${APT_OPTS[@]}"
+  run apt-mark "${APT_OPTS[@]}" showauto
+  assert_line nvidia-kernel-dkms
+  assert_line nvidia-kernel-support
+  run apt-get "${APT_OPTS[@]}" -s install "${DEB}"
+  assert_success
+  assert_line --regexp '^Remv nvidia-kernel-dkms '
+  refute_line --regexp '^Remv nvidia-driver '
+  printf '%s\n' "${output}" >"${A}/swap.sim"
+  apt_applied "${A}" "${A}/swap.sim" nvidia-p2p-dkms "${DEB}" "${APT_OPTS[@]}"
+  run apt-get "${APT_OPTS[@]}" -s autoremove
+  assert_success
+  refute_line --regexp '^Remv '
+}
+
+@test "apt, NVIDIA's .run userspace: the package installs with dkms (and the firmware), none of Debian's NVIDIA packages" {
+  command -v apt-get >/dev/null 2>&1 || skip "apt-get is not installed"
+  package
+  assert_success
+  debian_apt "${FIXTURE_TAG}"
+  # Debian has every package of this version; recommendations on
+  run apt-get "${APT_OPTS[@]}" -o APT::Install-Recommends=true -s install "${DEB}"
+  assert_success
+  assert_line --regexp "^Inst nvidia-p2p-dkms \(${FIXTURE_TAG}-1 "
+  assert_line --regexp '^Inst dkms '
+  assert_line --regexp '^Inst firmware-nvidia-gsp '
+  refute_line --regexp '^Inst (nvidia-installer-cleanup|glx-diversions|nvidia-alternative|nvidia-kernel-support|nvidia-kernel-common|nvidia-modprobe|nvidia-driver|libcuda1) '
 }
 
 @test "the package holds the DKMS source, dkms.conf, the options and the override as conffiles, docs" {

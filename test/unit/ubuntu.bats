@@ -9,7 +9,11 @@
 # version; ${misc:Depends}, ${shlibs:Depends} and the like, which name
 # Ubuntu's base libraries, dropped; every other package a dependency names
 # gets an empty stand-in). Nothing here ran on Ubuntu: it shows what apt
-# decides with these control fields, not that the modules work there.
+# decides with these control fields, not that the modules work there. After
+# the swap on a machine with Ubuntu's driver (what apt brought in marked
+# automatic, as apt marks it), apt-get autoremove removes nothing; and
+# without Ubuntu's driver (NVIDIA's .run userspace) apt installs ours with
+# none of Ubuntu's driver packages but the GSP firmware.
 
 load ../test_helper
 load ../real/debian_pkg
@@ -96,8 +100,7 @@ AWK
 apt_setup() {
   A="${BATS_TEST_TMPDIR}/apt"
   rm -rf "${A}"
-  mkdir -p "${A}/repo" "${A}/lists/partial" "${A}/cache/archives/partial" "${A}/prefs"
-  : >"${A}/status"
+  mkdir -p "${A}/repo"
   index_of "$1" >"${A}/repo/Packages"
   if [[ -n ${2:-} ]]; then
     {
@@ -105,23 +108,21 @@ apt_setup() {
       printf 'Filename: pool/ours.deb\nSize: 1\nDescription: nvidia-p2p-dkms\n\n'
     } >>"${A}/repo/Packages"
   fi
-  printf 'deb [trusted=yes] file:%s ./\n' "${A}/repo" >"${A}/sources.list"
-  APT_OPTS=(-o "Dir::Etc::SourceList=${A}/sources.list" -o Dir::Etc::SourceParts=/dev/null
-    -o "Dir::State::Lists=${A}/lists" -o "Dir::Cache=${A}/cache" -o "Dir::State::status=${A}/status"
-    -o Dir::Etc::Preferences=/dev/null -o "Dir::Etc::PreferencesParts=${A}/prefs"
-    -o APT::Architecture=amd64 -o APT::Architectures::=amd64 -o APT::Sandbox::User=root
-    -o APT::Install-Recommends=false)
-  apt-get "${APT_OPTS[@]}" -q update >"${A}/update.log" 2>&1 || { cat "${A}/update.log" && return 1; }
+  apt_local "${A}"
 }
 
 # installed PACKAGE...: dpkg's status as if apt had installed PACKAGE... from
-# the index (what the simulation would install).
+# the index (what the simulation would install), and apt's marks: what came
+# with them automatic.
 installed() {
-  local names
+  local names p
   names=$(apt-get "${APT_OPTS[@]}" -s install "$@" | sed -n -E 's/^Inst ([^ ]+) .*/\1/p')
   awk -v names=" $(tr '\n' ' ' <<<"${names}")" 'BEGIN { RS = ""; FS = "\n" }
     { split($1, p, ": "); if (index(names, " " p[2] " ")) { print $1; print "Status: install ok installed"; for (i = 2; i <= NF; i++) if ($i !~ /^(Filename|Size):/) print $i; print "" } }' \
     "${A}/repo/Packages" >"${A}/status"
+  for p in ${names}; do
+    [[ " $* " == *" ${p} "* ]] || printf 'Package: %s\nArchitecture: amd64\nAuto-Installed: 1\n\n' "${p}"
+  done >"${A}/extended_states"
 }
 
 # branch_cases LABEL TAG: Ubuntu's driver of TAG (fixture LABEL) with its
@@ -152,12 +153,29 @@ branch_cases() {
   installed "nvidia-driver-${b}${flavour}-open"
   apt_setup "${FIXTURES}/${label}.control" "${tag}"
   installed "nvidia-driver-${b}${flavour}-open"
+  run apt-mark "${APT_OPTS[@]}" showauto
+  assert_line "nvidia-dkms-${b}${flavour}-open"
+  assert_line "nvidia-kernel-common-${b}${flavour}"
   run apt-get "${APT_OPTS[@]}" -s install nvidia-p2p-dkms
   assert_success
   assert_line --regexp "^Remv nvidia-dkms-${b}${flavour}-open "
   refute_line --regexp "^Remv nvidia-driver-"
   refute_line --regexp "^Remv ${fw} "
   assert_line --regexp "^Inst nvidia-p2p-dkms "
+  # ... and after the swap, apt-get autoremove removes nothing
+  printf '%s\n' "${output}" >"${A}/swap.sim"
+  apt_applied "${A}" "${A}/swap.sim" nvidia-p2p-dkms "" "${APT_OPTS[@]}"
+  run apt-get "${APT_OPTS[@]}" -s autoremove
+  assert_success
+  refute_line --regexp '^Remv '
+  # NVIDIA's .run userspace (no driver package; recommendations on): ours,
+  # and of Ubuntu's packages the GSP firmware only
+  apt_setup "${FIXTURES}/${label}.control" "${tag}"
+  run apt-get "${APT_OPTS[@]}" -o APT::Install-Recommends=true -s install nvidia-p2p-dkms
+  assert_success
+  assert_line --regexp "^Inst nvidia-p2p-dkms \(${tag}-1 "
+  assert_line --regexp "^Inst ${fw} "
+  refute_line --regexp '^Inst (nvidia-(driver|headless|kernel-common|kernel-source|utils|compute-utils)-|libnvidia-)'
 }
 
 @test "Ubuntu 570 (570.211.01): nvidia-driver-570-open takes nvidia-p2p-dkms for nvidia-dkms-570-open; the firmware comes with nvidia-kernel-common-570" {
