@@ -15,6 +15,31 @@
 #       removed before), then the suite's kernel headers: DKMS builds our
 #       modules; then DEB purged and KMOD back
 #
+#
+# Upgrade paths (test/real/apt_upgrade.bats runs them in a throwaway minbase
+# chroot that has no kernel, with the kernel packages pinned out: DKMS
+# registers the modules and builds nothing):
+#
+#   ci/debian-userspace.sh machine DRIVER
+#       DRIVER of the chroot's suite with its kernel module package, then
+#       nvidia-p2p-dkms from the chroot's nvidia-p2p source in that
+#       package's place
+#   ci/debian-userspace.sh move SUITE
+#       the Debian sources to SUITE, apt-get update, then apt-get -y
+#       full-upgrade; prints apt's summary (what it removes, keeps back)
+#   ci/debian-userspace.sh apt ARGS...
+#       apt-get -y ARGS... (--reinstall install DRIVER, remove DRIVER,
+#       autoremove), noninteractive, its output printed
+#   ci/debian-userspace.sh state PKG...
+#       "PKG STATUS VERSION" for each (dpkg's two letters; "- -": unknown)
+#   ci/debian-userspace.sh dkms-built
+#       the make.log of every DKMS build (none expected)
+#   ci/debian-userspace.sh modprobe-install
+#       the command `modprobe nvidia` runs by the modprobe.d files now
+#       (--show-depends for an empty kernel tree; it loads nothing), then
+#       "file: PATH" for each modprobe.d file with an install line for
+#       nvidia, in kmod's order (the first one's line is the one it runs)
+#
 # Kernel headers are absent while Debian's kernel module package is
 # installed (its postinst then skips the DKMS build of Debian's own modules:
 # minutes this test does not need); they come in once ours has taken its
@@ -195,12 +220,97 @@ steps() {
   [[ ${FAILED} -eq 0 ]]
 }
 
+# --- upgrade paths ---------------------------------------------------------
+
+# no_kernels: apt never installs a kernel image or headers here, so no DKMS
+# build of Debian's modules or ours can run (DKMS only registers them).
+no_kernels() {
+  printf 'Package: linux-image-* linux-headers-* linux-kbuild-*\nPin: version *\nPin-Priority: -1\n' \
+    >/etc/apt/preferences.d/nvidia-p2p-no-kernels
+}
+
+# apt_y ARGS...: apt-get -y ARGS..., noninteractive, keeping changed conffiles.
+apt_y() {
+  DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Options::=--force-confdef \
+    -o Dpkg::Options::=--force-confold "$@"
+}
+
+# machine DRIVER: DRIVER from Debian with its kernel module package, then
+# nvidia-p2p-dkms from the nvidia-p2p source in that package's place.
+machine() {
+  local driver=$1
+  no_kernels
+  apt-get -q update
+  apt_y install "${driver}"
+  apt_y install nvidia-p2p-dkms
+}
+
+# move SUITE: Debian's sources (sources.list) to SUITE, then full-upgrade.
+move() {
+  local suite=$1 from
+  from=$(sed -n -E 's|^deb .*debian[/]? ([a-z]+) main.*|\1|p' /etc/apt/sources.list | head -n 1)
+  [[ -n ${from} ]] || { echo "no Debian suite in /etc/apt/sources.list" >&2 && return 1; }
+  sed -i -E "s/ ${from}( |$)/ ${suite}\1/" /etc/apt/sources.list
+  cat /etc/apt/sources.list
+  apt-get -q update
+  apt_y full-upgrade
+}
+
+# state PKG...: dpkg's status and version of each.
+state() {
+  local p line
+  local -a f
+  for p in "$@"; do
+    line=$(dpkg-query -W -f '${db:Status-Abbrev} ${Version}' "${p}" 2>/dev/null) || line="- -"
+    read -r -a f <<<"${line}"
+    printf '%s %s %s\n' "${p}" "${f[0]:--}" "${f[1]:--}"
+  done
+}
+
+# dkms_built: what DKMS built (nothing, in these chroots).
+dkms_built() { find /var/lib/dkms -name make.log 2>/dev/null; }
+
+# modprobe_install: the install command of the modprobe.d files that
+# `modprobe nvidia` runs (the first one of them, in file name order), then
+# "file: PATH" for each file with an install line for nvidia, in kmod's
+# order: the files of /etc, /run, /usr/local/lib, /usr/lib and /lib
+# modprobe.d sorted together by name, the first directory's file of a name
+# hiding the others of that name.
+modprobe_install() {
+  local kdir=/lib/modules/0.0.0-none rc=0 d f b
+  local -A path=()
+  [[ ! -e ${kdir} ]] || { echo "${kdir} exists" >&2 && return 1; }
+  mkdir -p "${kdir}"
+  modprobe -S "${kdir##*/}" --show-depends nvidia || rc=$?
+  rmdir "${kdir}"
+  rmdir /lib/modules 2>/dev/null || true
+  for d in /etc/modprobe.d /run/modprobe.d /usr/local/lib/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d; do
+    for f in "${d}"/*.conf; do
+      [[ -e ${f} && -z ${path[${f##*/}]:-} ]] || continue
+      path[${f##*/}]=${f}
+    done
+  done
+  while IFS= read -r b; do
+    [[ -n ${b} ]] || continue
+    if grep -q -E '^[[:space:]]*install[[:space:]]+nvidia[[:space:]]' "${path[${b}]}"; then
+      printf 'file: %s\n' "${path[${b}]}"
+    fi
+  done < <(printf '%s\n' "${!path[@]}" | LC_ALL=C sort)
+  return "${rc}"
+}
+
 main() {
   case "${1:-}:$#" in
   candidate:2) candidate "$2" ;;
   steps:5) steps "$2" "$3" "$4" "$5" ;;
+  machine:2) machine "$2" ;;
+  move:2) move "$2" ;;
+  apt:*) shift && apt_y "$@" ;;
+  state:*) shift && state "$@" ;;
+  dkms-built:1) dkms_built ;;
+  modprobe-install:1) modprobe_install ;;
   *)
-    sed -n '2,23p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,48p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
   esac

@@ -77,7 +77,7 @@ secure_boot_enabled() {
 preflight_secure_boot() {
   secure_boot_enabled || return 0
   sign_available && return 0
-  preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled and no key would sign the modules (they would not load): use DKMS (drop --no-dkms), or --sign-key FILE --sign-cert FILE, or --sign-generate; see README.md (Secure Boot)"
+  preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled and no key would sign the modules (they would not load): use DKMS (drop --no-dkms), or --sign-key FILE --sign-cert FILE, or --sign-generate; see docs/install.md (Secure Boot: signing)"
 }
 
 help_preflight() {
@@ -162,7 +162,7 @@ report_versions() {
   [[ -n ${mods} ]] || return 0
   report info "nvidia-p2p modules installed: ${mods}"
   if [[ -n ${user} && ${user} != "${mods}" ]]; then
-    report fail "userspace driver ${user} differs from the nvidia-p2p modules ${mods}: a \"Driver/library version mismatch\"; install NVIDIA's .run of ${mods%% *} with --no-kernel-modules (README.md: Userspace next to the package)"
+    report fail "userspace driver ${user} differs from the nvidia-p2p modules ${mods}: a \"Driver/library version mismatch\"; install NVIDIA's .run of ${mods%% *} with --no-kernel-modules (docs/packaging.md: Userspace next to the package)"
     return 1
   fi
   return 0

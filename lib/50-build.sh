@@ -11,7 +11,7 @@ readonly P2P_KERNEL_OBJECTS="src/nvidia/_out/Linux_x86_64/nv-kernel.o src/nvidia
 # make changes what it compiles, so that build trees and kernel-independent
 # objects of the old way are not reused (2: CC as one word, see make_cc).
 readonly BUILD_RECIPE=2
-# Measured on 2 cores (README.md, "What was verified"): shown while building.
+# Measured on 2 cores (docs/install.md, "Build times"): shown while building.
 readonly P2P_BUILD_ESTIMATE="measured on 2 idle cores: 6-10 minutes with an empty ccache, 3 with a warm one; longer when other jobs share the cores"
 
 help_build() {

@@ -104,7 +104,7 @@ its kernels) and its source, the modules of a --no-dkms install for KVER
 signing configuration. Then rerun depmod and the initramfs generator, so the
 modules that were there before (distribution or DKMS) are used again. Needs
 root. Transactional like install. The userspace driver installed from the
-.run is left in place; see README.md to remove or replace it. DKMS's key pair
+.run is left in place; see docs/install.md to remove or replace it. DKMS's key pair
 (/var/lib/dkms/mok.*) stays: other DKMS modules and the enrolled key use it.
 EOF
 }
@@ -285,8 +285,12 @@ write_modprobe_conf() {
   modprobe_conf_text "${tag}" >"${conf}"
 }
 
-# modprobe_conf_text TAG: the options file's text (also shipped by `package`),
-# with the NVLink mode (nvlink_mode) applied to the options line.
+# modprobe_conf_text TAG [--no-install]: the options file's text, with the
+# NVLink mode (nvlink_mode) applied to the options line, then the install
+# lines (modprobe_install_lines). --no-install leaves them out (`package`
+# ships the options in /usr/lib/modprobe.d/nvidia-p2p.conf and the install
+# lines in a file of their own, neither a conffile: apt remove takes both
+# away) and says how to change the package's options.
 modprobe_conf_text() {
   local tag=$1 src mode keep text
   src="$(family_dir "${tag}")/modprobe.conf"
@@ -298,12 +302,22 @@ modprobe_conf_text() {
     text=$(options_with "${keep}" <<<"${text}") || die "${EX_DATA}" "${src}: its options line has no ${keep%%=*} for '# nvlink-keep: ${keep}'"
   fi
   printf '# Installed by %s for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
-  printf '# Comment out the options line(s) and reboot to switch P2P off without\n'
-  printf '# rebuilding: see README.md, "Switching P2P off".\n'
+  if [[ ${2:-} == --no-install ]]; then
+    # shellcheck disable=SC2153 # PKG_NAME: lib/75-package.sh
+    printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${PKG_NAME}"
+    printf '# change the options (to switch P2P off without rebuilding: comment\n'
+    printf '# out the options line(s)), copy this file to /etc/modprobe.d/ and edit\n'
+    printf '# the copy: it overrides this file as a whole. It stays when the package\n'
+    printf '# is removed: delete it first. Then update-initramfs -u and reboot; see\n'
+    printf '# docs/how-it-works.md, "Switching P2P off".\n'
+  else
+    printf '# Comment out the options line(s) and reboot to switch P2P off without\n'
+    printf '# rebuilding: see docs/how-it-works.md, "Switching P2P off".\n'
+  fi
   nvlink_note "${tag}" "${mode}"
   printf '%s\n' "${text}"
   static_bar1_lines "${tag}"
-  modprobe_install_lines
+  [[ ${2:-} == --no-install ]] || modprobe_install_lines
 }
 
 # nvlink_keep_setting TAG: the registry setting that keeps NVLink for bridged
@@ -332,7 +346,7 @@ nvlink_mode() {
   case ${P2P_NVLINK:-} in
   off) echo off ;;
   keep)
-    [[ -n ${keep} ]] || die "${EX_UNSUPPORTED}" "--nvlink keep: family ${V_FAMILY[$1]} ($1) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see README.md, Mixed boxes); use --nvlink off"
+    [[ -n ${keep} ]] || die "${EX_UNSUPPORTED}" "--nvlink keep: family ${V_FAMILY[$1]} ($1) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see docs/how-it-works.md, Mixed boxes); use --nvlink off"
     echo keep
     ;;
   *) if [[ -n ${keep} ]]; then echo keep; else echo off; fi ;;
@@ -376,7 +390,8 @@ options_with() {
 # modules of that name, ours. Debian's driver packages redirect it with
 # 'install nvidia modprobe -i nvidia-current ...' (their renamed modules) in
 # /etc/modprobe.d/nvidia.conf; modprobe takes a module's first 'install' line
-# in its files' order, and nvidia-p2p.conf sorts before nvidia.conf.
+# in its files' order, and nvidia-p2p.conf sorts before nvidia.conf (the
+# package's /usr/lib/modprobe.d/nvidia-p2p-load.conf too: deb_tree).
 modprobe_install_lines() {
   local m
   printf '\n# Load these modules, also where Debian'"'"'s driver packages would redirect\n'

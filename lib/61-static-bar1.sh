@@ -43,7 +43,7 @@ static_bar1_check() {
   local tag=$1 gpu
   [[ -n ${P2P_STATIC_BAR1} ]] || return 0
   [[ -n $(static_bar1_setting "${tag}") ]] ||
-    die "${EX_UNSUPPORTED}" "--force-static-bar1: family ${V_FAMILY[${tag}]} (${tag}) has no '# static-bar1-force:' setting: its static BAR1 check already fits a BAR1 as large as VRAM, or the family was not read for it (README.md, Mixed boxes)"
+    die "${EX_UNSUPPORTED}" "--force-static-bar1: family ${V_FAMILY[${tag}]} (${tag}) has no '# static-bar1-force:' setting: its static BAR1 check already fits a BAR1 as large as VRAM, or the family was not read for it (docs/how-it-works.md, Mixed boxes)"
   for gpu in ${P2P_STATIC_BAR1//,/ }; do
     static_bar1_check_gpu "${gpu}"
   done
@@ -97,6 +97,6 @@ static_bar1_lines() {
   done
   printf '# Static BAR1 forced (--force-static-bar1) for the GPUs named below: %s\n' "${kv}"
   printf '# maps their client-visible VRAM even where BAR1 is no larger than VRAM\n'
-  printf '# (README.md, Mixed boxes). Remove the line and reboot to undo it.\n'
+  printf '# (docs/how-it-works.md, Mixed boxes). Remove the line and reboot to undo it.\n'
   printf 'options nvidia NVreg_RegistryDwordsPerDevice="%s"\n' "${per}"
 }

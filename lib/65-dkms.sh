@@ -8,7 +8,7 @@
 # kernel-independent objects built from the patched src/ (nv-kernel.o and
 # nv-modeset-kernel.o, as nv-kernel.o_binary and nv-modeset-kernel.o_binary).
 # DKMS then only runs kbuild in kernel-open/ for each new kernel, which is all
-# that depends on the kernel. README.md ("Kernel updates: DKMS") has the
+# that depends on the kernel. docs/install.md ("Kernel updates: DKMS") has the
 # measurements behind that choice.
 #
 # What a DKMS install writes (under --root, default /):

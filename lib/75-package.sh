@@ -4,16 +4,36 @@
 #
 # nvidia-p2p-dkms_<tag>-<rev>_amd64.deb holds:
 #   /usr/src/nvidia-p2p-<tag>/           the DKMS payload (lib/65-dkms.sh)
-#   /etc/modprobe.d/nvidia-p2p.conf      the family's P2P options (conffile)
-#   /etc/depmod.d/nvidia-p2p.conf        the depmod override for updates/dkms (conffile)
+#   /usr/lib/modprobe.d/nvidia-p2p.conf  the family's P2P options (not a
+#                                        conffile: a file of that name in
+#                                        /etc/modprobe.d overrides it)
+#   /usr/lib/modprobe.d/nvidia-p2p-load.conf  the install lines that make
+#                                        modprobe nvidia load ours (not a
+#                                        conffile either)
+#   /etc/depmod.d/nvidia-p2p.conf        the depmod override for updates/dkms
+#                                        (the only conffile)
 #   /usr/share/doc/nvidia-p2p-dkms/      copyright, changelog
+# apt remove takes everything of modprobe.d away (deb_tree says why).
 # Its maintainer scripts hand the build to DKMS, as Debian's dh_dkms packages
 # do: postinst adds the module and builds it for every installed kernel with
-# headers, prerm removes it from every kernel. Architecture amd64: the payload
-# carries x86-64 objects (nv-kernel.o_binary). Built with dpkg-deb alone, so
-# any Debian or Ubuntu machine can make it.
+# headers, prerm removes it from every kernel; preinst, postinst and postrm
+# remove the conffile /etc/modprobe.d/nvidia-p2p.conf of older packages
+# (deb_rm_conffile). Architecture amd64: the payload carries x86-64 objects
+# (nv-kernel.o_binary). Built with dpkg-deb alone, so any Debian or Ubuntu
+# machine can make it.
 
 readonly PKG_NAME="nvidia-p2p-dkms"
+# The install lines of modprobe_install_lines, in a file that is not a
+# conffile (deb_tree). Its name sorts before Debian's nvidia.conf
+# (LC_ALL=C: '-' before '.'), as kmod orders the files of /etc, /run and
+# /usr/lib/modprobe.d together, by name.
+readonly PKG_MODPROBE_LOAD="usr/lib/modprobe.d/nvidia-p2p-load.conf"
+# The P2P options (modprobe_conf_text --no-install), not a conffile either;
+# an admin's /etc/modprobe.d/nvidia-p2p.conf overrides it as a whole (kmod:
+# a file of /etc hides the file of the same name in /usr/lib).
+readonly PKG_MODPROBE_OPTS="usr/lib/modprobe.d/nvidia-p2p.conf"
+# Where packages built before that shipped the options as a conffile.
+readonly PKG_OLD_CONFFILE="/etc/modprobe.d/nvidia-p2p.conf"
 # Packages that put NVIDIA kernel modules on the system, which must not be
 # loadable beside ours: Debian's DKMS packages (proprietary, open, Tesla;
 # nvidia-kernel-dkms-any is the virtual name they provide), the names of
@@ -32,10 +52,20 @@ Build a Debian package nvidia-p2p-dkms_<tag>-<N>_amd64.deb of driver <tag>
 with PCIe P2P, for `apt install ./nvidia-p2p-dkms_<tag>-<N>_amd64.deb` on any
 number of machines: fetch and verify the source, patch, build the two
 kernel-independent objects (no kernel headers needed), then package them
-with kernel-open, a dkms.conf, the P2P module options (a conffile,
-/etc/modprobe.d/nvidia-p2p.conf) and the depmod override. On each machine
-apt hands the build to DKMS: modules for every installed kernel with
-headers now, and for every new kernel later, signed with DKMS's key.
+with kernel-open, a dkms.conf, the P2P module options
+(/usr/lib/modprobe.d/nvidia-p2p.conf), the install lines that make modprobe
+load these modules (/usr/lib/modprobe.d/nvidia-p2p-load.conf) and the depmod
+override (the conffile /etc/depmod.d/nvidia-p2p.conf). `apt remove` takes
+the modules and both modprobe.d files away, so no P2P option is left for the
+distribution's module. To change the options (e.g. switch P2P off without a
+rebuild): copy /usr/lib/modprobe.d/nvidia-p2p.conf to /etc/modprobe.d/ and
+edit the copy (it overrides the package's file, and stays yours: delete it
+before you remove the package), then update-initramfs -u and reboot. An
+upgrade from a package built before this layout removes its conffile
+/etc/modprobe.d/nvidia-p2p.conf (changed by you: kept as .dpkg-bak, which
+modprobe does not read). On each machine apt hands the build to DKMS:
+modules for every installed kernel with headers now, and for every new
+kernel later, signed with DKMS's key.
 Runs as a normal user. Prints the package's path on stdout.
 
 The package conflicts with the distributions' NVIDIA kernel module packages
@@ -57,8 +87,8 @@ reports a mismatch.
   --no-ccache      do not use ccache
   --nvlink MODE    keep: NVLink for GPU pairs joined by a bridge, BAR1 P2P for
                    the others (the default); off: BAR1 P2P for every pair. It
-                   goes into the conffile /etc/modprobe.d/nvidia-p2p.conf,
-                   where it can be changed.
+                   goes into /usr/lib/modprobe.d/nvidia-p2p.conf (to change
+                   it: a copy in /etc/modprobe.d, as above).
   Maintainer field: $DEBFULLNAME <$DEBEMAIL> when set (Debian's convention).
 EOF
 }
@@ -174,12 +204,28 @@ deb_build() {
 }
 
 # deb_tree TAG DIR: the package's file tree and DEBIAN/ control area.
+# The options go into PKG_MODPROBE_OPTS, the install lines
+# (modprobe_install_lines) into PKG_MODPROBE_LOAD: neither is a conffile.
+# `apt remove nvidia-p2p-dkms` (which apt also runs itself when a
+# distribution upgrade installs the distribution's kernel module package in
+# its place) leaves the conffiles, and kmod hands the options of module
+# nvidia to whichever install line runs for it ($CMDLINE_OPTS): an options
+# conffile left there put ForceP2P and RMForceP2PType on Debian's `install
+# nvidia modprobe -i nvidia-current $CMDLINE_OPTS` (stock module, no P2P
+# patches; Ubuntu's stock module is nvidia itself), and an install line
+# left there would keep winning over Debian's (in /etc/modprobe.d/nvidia.conf,
+# which sorts after both), so modprobe nvidia would look for an nvidia.ko
+# that is gone. The one conffile left, /etc/depmod.d/nvidia-p2p.conf, is
+# harmless after remove: an override only ranks copies of a module of the
+# same name, updates/dkms is first anyway (kmod's default search, Ubuntu's
+# "search updates ubuntu built-in"), and Debian's nvidia-current is not
+# named in it.
 deb_tree() {
   local tag=$1 d=$2 doc conf
   doc="${d}/usr/share/doc/${PKG_NAME}"
   conf=$(basename "$(p2p_modprobe_conf)")
-  mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/modprobe.d" "${d}/etc/depmod.d" "${doc}" \
-    "${d}/usr/share/lintian/overrides"
+  mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/depmod.d" "${doc}" \
+    "${d}/usr/share/lintian/overrides" "${d}/$(dirname "${PKG_MODPROBE_LOAD}")"
   cp -a -- "$(payload_dir "${tag}")" "${d}/usr/src/${DKMS_MODULE}-${tag}"
   # Reproducible and lintian-friendly modes: directories 755, files 644,
   # scripts that kbuild runs 755.
@@ -188,21 +234,34 @@ deb_tree() {
   find "${d}/usr/src" -type f -name '*.sh' -exec chmod 0755 {} +
   find "${d}/usr/src" -name '.gitignore' -delete
   deb_lintian_overrides "${tag}" >"${d}/usr/share/lintian/overrides/${PKG_NAME}"
-  modprobe_conf_text "${tag}" >"${d}/etc/modprobe.d/${conf}"
+  modprobe_conf_text "${tag}" --no-install >"${d}/${PKG_MODPROBE_OPTS}"
+  printf '\n# The install lines that load these modules: /%s\n' "${PKG_MODPROBE_LOAD}" >>"${d}/${PKG_MODPROBE_OPTS}"
+  deb_modprobe_load_text "${tag}" >"${d}/${PKG_MODPROBE_LOAD}"
   depmod_conf_text "${DKMS_DEST}" >"${d}/etc/depmod.d/${conf}"
   deb_copyright "${tag}" >"${doc}/copyright"
   deb_changelog "${tag}" | gzip -9n >"${doc}/changelog.Debian.gz"
   deb_control "${tag}" "${d}" >"${d}/DEBIAN/control"
-  printf '/etc/modprobe.d/%s\n/etc/depmod.d/%s\n' "${conf}" "${conf}" >"${d}/DEBIAN/conffiles"
+  printf '/etc/depmod.d/%s\n' "${conf}" >"${d}/DEBIAN/conffiles"
+  deb_preinst "${tag}" >"${d}/DEBIAN/preinst"
   deb_postinst "${tag}" >"${d}/DEBIAN/postinst"
   deb_prerm "${tag}" >"${d}/DEBIAN/prerm"
+  deb_postrm "${tag}" >"${d}/DEBIAN/postrm"
   printf 'activate-noawait update-initramfs\n' >"${d}/DEBIAN/triggers"
-  chmod 0755 "${d}/DEBIAN/postinst" "${d}/DEBIAN/prerm"
+  chmod 0755 "${d}/DEBIAN/preinst" "${d}/DEBIAN/postinst" "${d}/DEBIAN/prerm" "${d}/DEBIAN/postrm"
   chmod 0644 "${d}/DEBIAN/control" "${d}/DEBIAN/conffiles" "${d}/DEBIAN/triggers" \
-    "${d}/etc/modprobe.d/${conf}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz" \
-    "${d}/usr/share/lintian/overrides/${PKG_NAME}"
+    "${d}/${PKG_MODPROBE_OPTS}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz" \
+    "${d}/usr/share/lintian/overrides/${PKG_NAME}" "${d}/${PKG_MODPROBE_LOAD}"
   (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
   chmod 0644 "${d}/DEBIAN/md5sums"
+}
+
+# deb_modprobe_load_text TAG: PKG_MODPROBE_LOAD's text: the install lines.
+deb_modprobe_load_text() {
+  printf '# Installed by %s %s; removed with it (not a conffile).\n' "${PKG_NAME}" "$1"
+  printf '# Options: /%s. To change these lines, copy this file\n' "${PKG_MODPROBE_OPTS}"
+  printf '# to /etc/modprobe.d/%s: a file there overrides this one\n' "${PKG_MODPROBE_LOAD##*/}"
+  printf '# (and stays when the package is removed).\n'
+  modprobe_install_lines
 }
 
 # deb_maintainer: the Maintainer field: $DEBFULLNAME <$DEBEMAIL> (Debian's
@@ -297,8 +356,9 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  nvidia, nvidia-uvm, nvidia-modeset, nvidia-drm and nvidia-peermem for every
  kernel with headers, now and after kernel updates, signed with DKMS's key.
  .
- /etc/modprobe.d/nvidia-p2p.conf sets the driver options that switch P2P
- on. The userspace driver of exactly ${tag} is needed beside it: the
+ /usr/lib/modprobe.d/nvidia-p2p.conf sets the driver options that switch
+ P2P on (a copy in /etc/modprobe.d overrides it);
+ /usr/lib/modprobe.d/nvidia-p2p-load.conf makes modprobe load these modules. The userspace driver of exactly ${tag} is needed beside it: the
  distribution's packages of ${tag}, or NVIDIA's .run with
  --no-kernel-modules.
 EOF
@@ -345,19 +405,66 @@ ${PKG_NAME}: initial-upload-closes-no-bugs *
 # 'install' lines load our modules where Debian's driver packages redirect
 # modprobe nvidia to nvidia-current with theirs; only an earlier 'install'
 # line can win over that (a softdep cannot).
-${PKG_NAME}: obsolete-command-in-modprobe.d-file install [etc/modprobe.d/nvidia-p2p.conf]
+${PKG_NAME}: obsolete-command-in-modprobe.d-file install [${PKG_MODPROBE_LOAD}]
+EOF
+}
+
+# deb_rm_conffile TAG: the line debhelper's dh_installdeb puts into preinst,
+# postinst and postrm for an rm_conffile entry of debian/maintscript: the
+# options conffile of the packages built before PKG_MODPROBE_OPTS goes on
+# an upgrade from a version lower than this one, or an install over one
+# removed but not purged (the conffile removed: dpkg then forgets it).
+# Prior version: this package's version with "~" (dpkg-maintscript-helper(1)):
+# the tag is the version, so an old-layout package of the same or a higher
+# version (a rebuild of one tag, a downgrade) keeps the conffile, obsolete,
+# until purge: take a new --revision. A conffile the admin changed is kept
+# as <file>.dpkg-bak (modprobe reads only *.conf): deb_postinst says so.
+deb_rm_conffile() {
+  printf 'dpkg-maintscript-helper rm_conffile %s %s~ -- "$@"\n' "${PKG_OLD_CONFFILE}" "$(deb_version "$1")"
+}
+
+# deb_preinst TAG: preinst: only the rm_conffile of deb_rm_conffile.
+deb_preinst() {
+  local tag=$1
+  cat <<EOF
+#!/bin/sh
+# preinst of ${PKG_NAME} ${tag}: the options conffile of older packages
+# (${PKG_OLD_CONFFILE}) goes: the options are in /${PKG_MODPROBE_OPTS} now.
+set -e
+$(deb_rm_conffile "${tag}")
+exit 0
+EOF
+}
+
+# deb_postrm TAG: postrm: only the rm_conffile of deb_rm_conffile (it puts
+# the conffile back on an aborted upgrade, and purge deletes its .dpkg-bak).
+deb_postrm() {
+  local tag=$1
+  cat <<EOF
+#!/bin/sh
+# postrm of ${PKG_NAME} ${tag}: finishes or undoes the removal of the
+# options conffile of older packages (${PKG_OLD_CONFFILE}).
+set -e
+$(deb_rm_conffile "${tag}")
+exit 0
 EOF
 }
 
 deb_postinst() {
-  local tag=$1
+  local tag=$1 prior
+  prior="$(deb_version "${tag}")~"
   cat <<EOF
 #!/bin/sh
 # postinst of ${PKG_NAME} ${tag}: DKMS builds the modules for every installed
 # kernel that has headers (DKMS's kernel hooks do it for later kernels).
 set -e
+$(deb_rm_conffile "${tag}")
 NAME=${DKMS_MODULE}
 VERSION=${tag}
+if [ "\$1" = configure ] && [ -n "\$2" ] && [ -e ${PKG_OLD_CONFFILE}.dpkg-bak ] &&
+	dpkg --compare-versions -- "\$2" le-nl "${prior}"; then
+	echo "${PKG_NAME}: your changes to ${PKG_OLD_CONFFILE} are in ${PKG_OLD_CONFFILE}.dpkg-bak, which modprobe does not read: the P2P options are now those of /${PKG_MODPROBE_OPTS}. To keep your changes, copy that file to ${PKG_OLD_CONFFILE}, edit it (it overrides the package's file), then run update-initramfs -u" >&2
+fi
 if [ "\$1" = configure ]; then
 	if [ -z "\$(dkms status -m "\$NAME" -v "\$VERSION")" ]; then
 		dkms add -m "\$NAME" -v "\$VERSION"

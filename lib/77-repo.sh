@@ -35,9 +35,11 @@ each machine, and again for every new kernel.
                    ~/.gnupg); needed for a new repository unless --generate-key
   --generate-key   a new repository only: make an ed25519 signing key without
                    a passphrase in gpg's keyring (add one: gpg --passwd <fpr>)
-  --suite NAME     the suite (default: stable)
-  --url URL        where clients reach <dir>, for the .sources file
-                   (default: file:<dir>; e.g. https://apt.example.org/p2p)
+  --suite NAME     the suite (default: the one <dir>/nvidia-p2p.sources
+                   names, else stable)
+  --url URL        where clients reach <dir>, for the .sources file (default:
+                   the one <dir>/nvidia-p2p.sources names, else file:<dir>;
+                   e.g. https://apt.example.org/p2p)
   --revision N     Debian revision of the packages built here (default 1)
   --source PATH    the upstream source, as for fetch (a git directory serves
                    every tag)
@@ -45,27 +47,54 @@ each machine, and again for every new kernel.
   --nvlink MODE    the packages' P2P options for NVLink-bridged pairs, as for
                    package (not for a given .deb)
 
-Later runs find the key through <dir>/nvidia-p2p-archive-keyring.gpg and
-refuse another: clients trust only that key. Publishing a .deb of a version
-the repository holds with other content is refused (apt would report a hash
-mismatch); build it with --revision N+1. Prints the path of
+<dir> is a repository this command made, or a new or empty directory; any
+other directory is refused (exit 2). Later runs find the key through
+<dir>/nvidia-p2p-archive-keyring.gpg and refuse another: clients trust only
+that key (exit 16 when it is not in gpg's secret keyring). Publishing a .deb
+of a version the repository holds with other content is refused (exit 16:
+apt would report a hash mismatch); build it with --revision N+1. A tag that
+versions.conf does not list: exit 3, nothing written. Prints the path of
 <dir>/nvidia-p2p.sources on stdout. On each client, as root:
 
   cp nvidia-p2p-archive-keyring.gpg /usr/share/keyrings/
   cp nvidia-p2p.sources /etc/apt/sources.list.d/
   apt update && apt install nvidia-p2p-dkms      # the newest tag
   apt install nvidia-p2p-dkms=<tag>-1            # or one tag
-  apt remove nvidia-p2p-dkms
+  apt purge nvidia-p2p-dkms                      # back to the distribution's modules
+
+(`apt remove` takes the modules, the P2P options and the install lines
+away, leaving only the harmless conffile /etc/depmod.d/nvidia-p2p.conf;
+purge removes it too. A copy of the options you made in /etc/modprobe.d
+stays: delete it, or modprobe passes its P2P options to the distribution's
+module.)
+
+When the distribution moves its nvidia-driver to a new version (Debian
+bookworm 535.261.03 to trixie 550.163.01), add the package of that version
+to the same repository:
+
+  build.sh repo <dir> <newtag>                   # or <dir> nvidia-p2p-dkms_<newtag>-1_amd64.deb
+
+It keeps every package already there (machines pinned or held on an older
+tag still resolve it), signs the new indexes with the repository's own key
+(no --key needed) and publishes the suite and URL its nvidia-p2p.sources
+names. A package of that tag already there is kept and said; when nothing
+is new the run changes nothing (exit 0). Clients then move with the
+distribution's driver: apt update && apt full-upgrade. Add the tag before
+clients move: without it, apt full-upgrade removes nvidia-p2p-dkms (its
+depmod conffile stays) and installs the distribution's kernel module package of
+the new version; `apt-mark hold nvidia-p2p-dkms` alone makes full-upgrade
+fail (held broken packages): hold or pin the driver's packages with it.
 
 apt picks the highest version of the suite: hold a fleet on one tag with
-`apt-mark hold nvidia-p2p-dkms` or an apt preferences pin.
+`apt-mark hold nvidia-p2p-dkms` (with the driver's packages) or an apt
+preferences pin.
 EOF
 }
 
 P2P_REPO_DIR=""
 P2P_REPO_KEY=""
 P2P_REPO_GENERATE=0
-P2P_REPO_SUITE="stable"
+P2P_REPO_SUITE=""
 P2P_REPO_URL=""
 P2P_REPO_ITEMS=()
 
@@ -136,13 +165,13 @@ cmd_repo() {
   need_cmd dpkg-deb dpkg
   need_cmd xz xz-utils
   repo_check_items
-  [[ -e ${P2P_REPO_DIR} && ! -d ${P2P_REPO_DIR} ]] && die "${EX_USAGE}" "${P2P_REPO_DIR} exists and is not a directory"
+  repo_classify_dir
+  repo_published_defaults
   fpr=$(repo_key)
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     repo_plan "${fpr}"
     return 0
   fi
-  [[ -d ${P2P_REPO_DIR} ]] || P2P_REPO_NEW=1
   mkdir -p "${P2P_REPO_DIR}/${REPO_POOL_PATH}"
   repo_lock
   on_exit repo_rollback
@@ -156,8 +185,60 @@ cmd_repo() {
       repo_add_tag "${item}"
     fi
   done
-  repo_publish "${fpr}"
+  if [[ ${P2P_REPO_NEW} -eq 0 && ${#P2P_REPO_ADDED[@]} -eq 0 ]] && repo_current; then
+    note "nothing new: $(repo_versions "${P2P_REPO_DIR}/dists/${P2P_REPO_SUITE}") published in ${P2P_REPO_DIR}, suite ${P2P_REPO_SUITE}; the repository is unchanged"
+  else
+    repo_publish "${fpr}"
+  fi
   printf '%s\n' "${P2P_REPO_DIR}/${REPO_SOURCES}"
+}
+
+# repo_classify_dir: <dir> is a repository of ours (its public key is
+# there), or new (P2P_REPO_NEW=1: not there; 2: an empty directory); any
+# other directory is refused before anything is written into it.
+repo_classify_dir() {
+  local d=${P2P_REPO_DIR}
+  if [[ ! -e ${d} ]]; then
+    P2P_REPO_NEW=1
+  elif [[ ! -d ${d} ]]; then
+    die "${EX_USAGE}" "${d} exists and is not a directory"
+  elif [[ -e ${d}/${REPO_KEYRING} ]]; then
+    P2P_REPO_NEW=0
+  elif [[ -z "$(find "${d}" -mindepth 1 -maxdepth 1 -print -quit)" ]]; then
+    P2P_REPO_NEW=2
+  else
+    die "${EX_USAGE}" "${d} is not an nvidia-p2p repository (no ${REPO_KEYRING}) and not empty: name the repository's directory, or a new or empty one"
+  fi
+}
+
+# repo_published_defaults: --suite and --url not given: those the
+# repository's published nvidia-p2p.sources names (what its clients read),
+# else stable and file:<dir>. A --suite other than the published one is said.
+repo_published_defaults() {
+  local sources="${P2P_REPO_DIR}/${REPO_SOURCES}" suite="" url=""
+  if [[ ${P2P_REPO_NEW} -eq 0 && -f ${sources} ]]; then
+    suite=$(sed -n 's/^Suites: *//p' "${sources}" | head -n 1)
+    url=$(sed -n 's/^URIs: *//p' "${sources}" | head -n 1)
+  fi
+  if [[ -n ${P2P_REPO_SUITE} && -n ${suite} && ${P2P_REPO_SUITE} != "${suite}" ]]; then
+    note "${sources} names suite ${suite}; this run publishes suite ${P2P_REPO_SUITE} and names it there (clients that keep the old file read ${suite}, which it does not change)"
+  fi
+  if [[ -z ${P2P_REPO_SUITE} ]]; then
+    P2P_REPO_SUITE=${suite:-stable}
+    [[ ${P2P_REPO_SUITE} =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || die "${EX_REPO}" "${sources}: suite '${P2P_REPO_SUITE}' is not one this command writes; name one with --suite"
+  fi
+  [[ -n ${P2P_REPO_URL} ]] || P2P_REPO_URL=${url}
+}
+
+# repo_current: the published suite lists exactly the pool's packages and
+# the .sources file is what this run would write: publishing again would
+# change nothing but the signature's date.
+repo_current() {
+  local d="${P2P_REPO_DIR}/dists/${P2P_REPO_SUITE}"
+  [[ -f ${d}/InRelease && -f ${d}/Release.gpg && -f ${d}/main/binary-amd64/Packages ]] || return 1
+  [[ "$(awk '/^Filename: / { print $2 }' "${d}/main/binary-amd64/Packages" | LC_ALL=C sort)" == \
+    "$(cd "${P2P_REPO_DIR}" && find pool -type f -name '*.deb' | LC_ALL=C sort)" ]] || return 1
+  [[ "$(repo_sources)" == "$(cat "${P2P_REPO_DIR}/${REPO_SOURCES}" 2>/dev/null)" ]]
 }
 
 # repo_check_items: every tag is listed and every .deb is a package of ours,
@@ -240,16 +321,24 @@ repo_generate_key() {
 }
 
 repo_plan() {
-  local fpr=$1 item
-  printf 'Plan for repository %s (suite %s), changing nothing:\n' "${P2P_REPO_DIR}" "${P2P_REPO_SUITE}"
+  local fpr=$1 item name
+  printf 'Plan for %s repository %s (suite %s), changing nothing:\n' \
+    "$([[ ${P2P_REPO_NEW} -eq 0 ]] && echo the || echo a new)" "${P2P_REPO_DIR}" "${P2P_REPO_SUITE}"
   for item in "${P2P_REPO_ITEMS[@]}"; do
     if [[ ${item} == *.deb ]]; then
+      name=$(deb_file "$(dpkg-deb -f "$(abs_path "${item}")" Version)")
+    else
+      name=$(deb_file "$(deb_version "${item}")")
+    fi
+    if [[ -f ${P2P_REPO_DIR}/${REPO_POOL_PATH}/${name} ]]; then
+      printf '%s is in the repository already: kept\n' "${name}"
+    elif [[ ${item} == *.deb ]]; then
       printf 'would add %s to %s\n' "$(abs_path "${item}")" "${REPO_POOL_PATH}"
     else
-      printf 'would build %s into %s (unless there)\n' "$(deb_file "$(deb_version "${item}")")" "${REPO_POOL_PATH}"
+      printf 'would build %s into %s\n' "${name}" "${REPO_POOL_PATH}"
     fi
   done
-  printf 'would index with apt-ftparchive and sign with %s\n' "${fpr:-a new ed25519 key (--generate-key)}"
+  printf 'would index with apt-ftparchive and sign with %s (the packages already there stay)\n' "${fpr:-a new ed25519 key (--generate-key)}"
 }
 
 # repo_lock: one run per repository (beside the build cache's own lock).
@@ -261,7 +350,7 @@ repo_lock() {
 
 # repo_rollback RC: a run that fails takes the packages it added out of the
 # pool again: the pool stays what the published indexes list. A repository
-# this run began is removed.
+# this run began is removed (an empty directory it began in is emptied).
 P2P_REPO_ADDED=()
 P2P_REPO_NEW=0
 repo_rollback() {
@@ -269,6 +358,10 @@ repo_rollback() {
   [[ ${rc} -ne 0 ]] || return 0
   if [[ ${P2P_REPO_NEW} -eq 1 ]]; then
     rm -rf -- "${P2P_REPO_DIR}"
+    return 0
+  fi
+  if [[ ${P2P_REPO_NEW} -eq 2 ]]; then
+    find "${P2P_REPO_DIR}" -mindepth 1 -delete
     return 0
   fi
   for f in "${P2P_REPO_ADDED[@]+"${P2P_REPO_ADDED[@]}"}"; do

@@ -154,7 +154,7 @@ rebase_one() {
   stage rebase "${tag}: trying family ${family} (nearest listed tag $(nearest_tag "${tag}"); three-way base ${RB_BASE:-none})"
   rebase_stage_family "${tag}" "${family}"
   if why=$(family_requires_unmet "${tag}" "${RB_DIR}/src"); [[ -n ${why} ]]; then
-    rebase_person "${tag}" "family ${family} does not fit ${tag}: ${why//$'\n'/; }; port the family by hand (see README.md, \"Adding a release\")"
+    rebase_person "${tag}" "family ${family} does not fit ${tag}: ${why//$'\n'/; }; port the family by hand (see CONTRIBUTING.md, \"Add a patch family\")"
   fi
   rebase_snapshots "${tag}" "${family}"
   why=$(rebase_mechanism "${tag}" "${family}")

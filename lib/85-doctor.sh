@@ -43,7 +43,7 @@ CUDA or NCCL needed) and changes nothing; it needs make and a C compiler
                   result; where it is not built and nvcc is there, it is
                   built first into a temporary directory (build.sh verify
                   --build-only keeps one); without nvcc that is said
-  --json          the diagnosis as JSON (schema in README.md, "doctor")
+  --json          the diagnosis as JSON (schema in docs/diagnosis.md, "JSON")
 
 Run as root for everything: lspci shows ACS and Resizable BAR only to root,
 and dmesg may be restricted.
@@ -273,20 +273,37 @@ collect_dmesg() {
   manifest "${dir}" ok dmesg.txt "${src} | grep -E '${DOCTOR_DMESG_RE}'"
 }
 
-# collect_modprobe DIR: the nvidia lines of every modprobe.d directory.
+# collect_modprobe DIR: the nvidia lines of every modprobe.d file kmod
+# reads: those of /etc, /run, /usr/local/lib, /usr/lib and /lib, a file
+# hiding those of its name in the directories after it (an admin's
+# /etc/modprobe.d/nvidia-p2p.conf overrides the package's
+# /usr/lib/modprobe.d/nvidia-p2p.conf as a whole); a hidden file is named
+# on a "modprobe-hidden:" line, without its options; comments are left out.
 collect_modprobe() {
-  local dir=$1 d f
+  local dir=$1 d f b
+  local -A seen=()
   : >"${dir}/modprobe.txt"
-  for d in etc/modprobe.d run/modprobe.d usr/lib/modprobe.d lib/modprobe.d; do
+  for d in etc/modprobe.d run/modprobe.d usr/local/lib/modprobe.d usr/lib/modprobe.d lib/modprobe.d; do
+    # /lib is /usr/lib on merged-/usr systems: the same files, read once
+    [[ ${d} == lib/modprobe.d && -d ${P2P_ROOT}/${d} && ${P2P_ROOT}/${d} -ef ${P2P_ROOT}/usr/lib/modprobe.d ]] && continue
     for f in "${P2P_ROOT}/${d}"/*.conf; do
       [[ -r ${f} ]] || continue
-      grep -H -i -E 'nvidia|nouveau' "${f}" 2>/dev/null | sed "s|^${P2P_ROOT}||" >>"${dir}/modprobe.txt" || true
+      b=${f##*/}
+      if [[ -n ${seen[${b}]:-} ]]; then
+        grep -q -i -E 'nvidia|nouveau' "${f}" 2>/dev/null &&
+          printf 'modprobe-hidden: /%s/%s (overridden by %s)\n' "${d}" "${b}" "${seen[${b}]}" >>"${dir}/modprobe.txt"
+        continue
+      fi
+      seen[${b}]="/${d}/${b}"
+      # not the comments: an options line commented out is not in effect
+      grep -H -i -E 'nvidia|nouveau' "${f}" 2>/dev/null | grep -v -E '^[^:]*:[[:space:]]*#' |
+        sed "s|^${P2P_ROOT}||" >>"${dir}/modprobe.txt" || true
     done
   done
-  if [[ ! -s ${dir}/modprobe.txt ]]; then
-    printf 'modprobe-options: none (no nvidia or nouveau line in modprobe.d)\n' >"${dir}/modprobe.txt"
+  if ! grep -q -v '^modprobe-hidden:' "${dir}/modprobe.txt"; then
+    printf 'modprobe-options: none (no nvidia or nouveau line in modprobe.d)\n' >>"${dir}/modprobe.txt"
   fi
-  manifest "${dir}" ok modprobe.txt "grep -i nvidia /etc/modprobe.d/*.conf /run/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf"
+  manifest "${dir}" ok modprobe.txt "grep -i nvidia /etc/modprobe.d/*.conf /run/modprobe.d/*.conf /usr/local/lib/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf (a file hiding those of its name after it)"
 }
 
 collect_secure_boot() {
@@ -371,13 +388,26 @@ collect_userspace() {
   manifest "${dir}" ok userspace.txt "the versioned libnvidia-ml and libcuda files in the library directories"
 }
 
-# collect_ours DIR: what nvidia-p2p installed, and whether it is loaded.
+# collect_ours DIR: what nvidia-p2p installed, and whether it is loaded; where
+# dpkg is, the version of the package nvidia-p2p-dkms and the other installed
+# packages of NVIDIA kernel modules (doctor tells an upgrade of ours that
+# waits for a reboot from another driver's module by them).
 collect_ours() {
-  local dir=$1 tags ko=""
+  local dir=$1 tags ko="" deb others
   tags=$(installed_module_tags | tr '\n' ' ')
   tags=${tags% }
   {
     printf 'nvidia-p2p-installed: %s\n' "${tags:-none}"
+    if command -v dpkg-query >/dev/null 2>&1; then
+      deb=$({ dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${PKG_NAME}" 2>/dev/null || true; } | sed -n -E 's/^ii +([^ ]+)$/\1/p')
+      others=$({
+        nvidia_kernel_packages dkms
+        nvidia_kernel_packages prebuilt
+      } | tr '\n' ' ')
+      others=${others% }
+      printf 'nvidia-p2p-dkms: %s\n' "${deb:-none}"
+      printf 'other-nvidia-kernel-packages: %s\n' "${others:-none}"
+    fi
     ko=$(find "${P2P_ROOT}/lib/modules/$(uname -r)/updates" -name 'nvidia.ko*' 2>/dev/null | head -n 1 || true)
     if [[ -n ${ko} && -n ${tags} ]] && command -v modinfo >/dev/null 2>&1; then
       printf 'nvidia-p2p-srcversion: %s\n' "$(modinfo -F srcversion "${ko}" 2>/dev/null)"

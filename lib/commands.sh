@@ -108,7 +108,7 @@ Next steps:
        sudo rmmod nvidia_drm nvidia_modeset nvidia_uvm nvidia && sudo modprobe nvidia)
   2. Check that P2P really works between every GPU pair:
        ./build.sh verify
-  P2P can be switched off without rebuilding: see README.md, "Switching P2P off".
+  P2P can be switched off without rebuilding: see docs/how-it-works.md, "Switching P2P off".
 EOF
   verbose "pipeline for ${tag} done"
 }
@@ -300,8 +300,21 @@ Global options:
   --version         print build.sh's version
 
 Each run writes a log file to <cache-dir>/logs/. NO_COLOR is honoured.
-Exit codes: build.sh help exit-codes.
+Exit codes: build.sh help exit-codes. Documentation: README.md and docs/.
 EOF
+}
+
+# help_page TOPIC: the page of docs/ that documents TOPIC (a command, the
+# pipeline or exit-codes), for the last line of its help.
+help_page() {
+  case $1 in
+  all | pipeline | tag | install | uninstall) printf 'docs/install.md\n' ;;
+  package | repo) printf 'docs/packaging.md\n' ;;
+  doctor) printf 'docs/diagnosis.md\n' ;;
+  verify) printf 'docs/verify-tool.md\n' ;;
+  rebase) printf 'docs/families-and-rebase.md\n' ;;
+  *) printf 'docs/commands.md\n' ;;
+  esac
 }
 
 cmd_help() {
@@ -313,4 +326,5 @@ cmd_help() {
   all | pipeline | tag) help_all ;;
   *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package repo doctor)" ;;
   esac
+  [[ -z ${topic} ]] || printf 'More: %s\n' "$(help_page "${topic}")"
 }

@@ -2,8 +2,8 @@
 # lib/common.sh: messages, exit codes, logging, dry-run, locking and temp files
 # shared by every command of build.sh. Sourced, never executed.
 
-# Exit codes. exit_code_table below describes each; README.md carries its
-# output (a test keeps the two in step).
+# Exit codes. exit_code_table below describes each; docs/commands.md carries
+# its output (a test keeps the two in step).
 readonly EX_OK=0
 readonly EX_FAIL=1
 readonly EX_USAGE=2

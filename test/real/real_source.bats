@@ -285,7 +285,7 @@ data_copy() {
   local data latest before after
   data=$(data_copy)
   # (the newest tag of all, 595.71.05, has a family of its own: test/real/rebase_intake.bats)
-  latest=$(awk '/^[0-9]{3}\./ { n[$2]++; t[$1] = $2 } END { for (x in t) if (n[t[x]] > 1) print x }' "${data}/versions.conf" | sort -V | tail -n 1)
+  latest=$(awk '/^[0-9][0-9][0-9]\./ { n[$2]++; t[$1] = $2 } END { for (x in t) if (n[t[x]] > 1) print x }' "${data}/versions.conf" | sort -V | tail -n 1)
   before=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
   sed -i "/^${latest//./\\.} /d" "${data}/versions.conf"
   NVP2P_DATA_DIR="${data}" run "${REPO_ROOT}/build.sh" --cache-dir "${BATS_TEST_TMPDIR}/cache" \

@@ -400,16 +400,48 @@ STUB
   assert_output --partial "A PASS adds the stage's token"
 }
 
-@test "readme-table.sh: per family, how many tags passed each stage; README.md's copy is in step" {
+@test "readme-table.sh: per family, how many tags passed each stage; the copies in docs/verification-record.md and README.md are in step" {
   make_fixture
   sed -i 's/ apply$/ apply,build:6.1/' "${NVP2P_DATA_DIR}/versions.conf"
   run "${REPO_ROOT}/ci/readme-table.sh"
   assert_success
   assert_line '| family | tags | apply | build:6.1 |'
   assert_line '| 999 | 2: 999.10.01 .. 999.20.01 | 1: 999.10.01 | 1: 999.10.01 |'
+  run "${REPO_ROOT}/ci/readme-table.sh" --families
+  assert_success
+  assert_line '| family | tags | every tag passed | some tags passed (how many) |'
+  assert_line '| 999 | 2: 999.10.01 .. 999.20.01 | - | apply (1), build:6.1 (1) |'
   unset NVP2P_DATA_DIR
   run "${REPO_ROOT}/ci/readme-table.sh" --check
   assert_success
+}
+
+@test "readme-table.sh --update rewrites both tables where they live, --check then passes; a stale copy fails --check" {
+  make_fixture
+  local docs="${BATS_TEST_TMPDIR}/docs-copy"
+  mkdir -p "${docs}"
+  cp -a "${REPO_ROOT}/README.md" "${REPO_ROOT}/docs" "${docs}/"
+  export NVP2P_DOCS_DIR="${docs}"
+  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  assert_failure 1
+  assert_output --partial "docs/verification-record.md's verified-table is out of date"
+  assert_output --partial "README.md's families-table is out of date"
+  run "${REPO_ROOT}/ci/readme-table.sh" --update
+  assert_success
+  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  assert_success
+  run grep -c -F '| 999 | 2: 999.10.01 .. 999.20.01 |' "${docs}/README.md" "${docs}/docs/verification-record.md"
+  assert_line "${docs}/README.md:1"
+  assert_line "${docs}/docs/verification-record.md:1"
+  # Only the tables changed: the rest of each file is as it was.
+  run diff <(grep -v '^|' "${REPO_ROOT}/README.md") <(grep -v '^|' "${docs}/README.md")
+  assert_success
+  run diff <(grep -v '^|' "${REPO_ROOT}/docs/verification-record.md") <(grep -v '^|' "${docs}/docs/verification-record.md")
+  assert_success
+  sed -i '/families-table: end/d' "${docs}/README.md"
+  run "${REPO_ROOT}/ci/readme-table.sh" --update
+  assert_failure 4
+  assert_output --partial "README.md has no <!-- families-table: end --> line"
 }
 
 @test "chroot.sh: chroots.conf's optional extra packages column; a malformed line is refused" {

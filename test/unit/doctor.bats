@@ -94,6 +94,54 @@ check_corpus() {
   assert_output --partial "reports stock-module-loaded"
 }
 
+@test "nvidia-p2p-dkms upgraded, the old open module still loaded: reboot, not another driver; another package: stock" {
+  local fx="${REPO_ROOT}/test/fixtures/doctor" d="${BATS_TEST_TMPDIR}/case"
+  run "${DOCTOR}" --from "${fx}/s35-p2p-dkms-upgraded-before-reboot"
+  assert_failure 30
+  assert_output --partial "nvidia-p2p-dkms was upgraded to 550.163.01; the open module 535.261.03 is still loaded"
+  assert_output --partial "fix: reboot (or unload and reload the modules"
+  assert_output --partial "fix: reboot (or unload and reload the nvidia modules): nvidia-p2p-dkms 550.163.01 is installed"
+  refute_output --partial "remove the other driver"
+  refute_output --partial "stock-module-loaded"
+  # Debian's proprietary nvidia-kernel-dkms in its place: another driver, named
+  run "${DOCTOR}" --from "${fx}/s36-debian-kernel-dkms-replaced-ours"
+  assert_failure 30
+  assert_output --partial "stock-module-loaded [blocks, certain]"
+  assert_output --partial "fix: remove the other driver's kernel modules (installed: sudo apt-get purge nvidia-kernel-dkms)"
+  refute_output --partial "p2p-module-upgraded-not-loaded"
+  # the state of s35 with another open module package installed: that one may be the loaded module
+  mkdir -p "${d}"
+  cp "${fx}/s35-p2p-dkms-upgraded-before-reboot/"*.txt "${d}/"
+  sed -i 's/^other-nvidia-kernel-packages: none$/other-nvidia-kernel-packages: nvidia-open-kernel-dkms/' "${d}/nvidia-p2p.txt"
+  run "${DOCTOR}" --from "${d}"
+  assert_output --partial "stock-module-loaded [blocks, certain]"
+  assert_output --partial "the loaded nvidia module is not the one nvidia-p2p installed"
+  assert_output --partial "sudo apt-get purge nvidia-open-kernel-dkms"
+  refute_output --partial "p2p-module-upgraded-not-loaded"
+  # ...the other packages not listed, or no dpkg line at all (no dpkg, an older bundle): unknown, as before
+  cp "${fx}/s35-p2p-dkms-upgraded-before-reboot/nvidia-p2p.txt" "${d}/"
+  sed -i '/^other-nvidia-kernel-packages:/d' "${d}/nvidia-p2p.txt"
+  run "${DOCTOR}" --from "${d}"
+  assert_output --partial "the loaded nvidia module is not the one nvidia-p2p installed"
+  refute_output --partial "p2p-module-upgraded-not-loaded"
+  sed -i '/^nvidia-p2p-dkms:/d' "${d}/nvidia-p2p.txt"
+  run "${DOCTOR}" --from "${d}"
+  assert_output --partial "the loaded nvidia module is not the one nvidia-p2p installed"
+  refute_output --partial "p2p-module-upgraded-not-loaded"
+  # ...a proprietary 535.261.03 loaded (a .run, no package): another driver, no reboot advice
+  cp "${fx}/s35-p2p-dkms-upgraded-before-reboot/nvidia-p2p.txt" "${d}/"
+  sed -i 's/Open Kernel Module for x86_64/x86_64 Kernel Module/' "${d}/nvidia-version.txt" "${d}/dmesg.txt"
+  run "${DOCTOR}" --from "${d}"
+  assert_output --partial "NVIDIA's proprietary one"
+  refute_output --partial "fix: reboot"
+  cp "${fx}/s35-p2p-dkms-upgraded-before-reboot/"*.txt "${d}/"
+  # ...and the package at the loaded version (srcversions differ: a rebuilt module): not an upgrade
+  cp "${fx}/s35-p2p-dkms-upgraded-before-reboot/nvidia-p2p.txt" "${d}/"
+  sed -i 's/^nvidia-p2p-dkms: .*/nvidia-p2p-dkms: 535.261.03-1/' "${d}/nvidia-p2p.txt"
+  run "${DOCTOR}" --from "${d}"
+  refute_output --partial "p2p-module-upgraded-not-loaded"
+}
+
 @test "--json is valid JSON of schema 1 with the documented members, for every case" {
   command -v python3 >/dev/null || skip "python3 not installed"
   local d ids
@@ -256,6 +304,25 @@ assert f["scope"] == "pair" and f["causes"] == [] and "IOMMU" in f["not_shown"],
 assert "5.8 GB/s with P2P allowed, 18.2 with NCCL_P2P_DISABLE=1" in f["summary"], f["summary"]
 print("ok")' "${output}"
   assert_output ok
+}
+
+@test "real setpci and lspci -t pastes (field reports 88-90): each is read as such, cut lines are not, no fault is made up" {
+  local fr="${REPO_ROOT}/test/fixtures/field-reports"
+  # setpci -v's writes (NVIDIA's ACS script), the last line cut before its value
+  run "${DOCTOR}" --from "${fr}/88-2xa6000-epyc-nccl-hang-setpci-v-acs-writes"
+  assert_failure 31
+  assert_line --regexp '^  setpci\.txt +read +33 lines: setpci$'
+  refute_output --partial "acs-redirect"
+  # a write in a shell loop over bridges ("$bdf"): the loop's devices, not "nothing recognised"
+  run "${DOCTOR}" --from "${fr}/89-2x5880ada-nccl-hang-acs-root-ports-setpci-loop"
+  assert_failure 31
+  assert_line --regexp '^  setpci\.txt +read +3 lines: setpci$'
+  refute_output --partial "cross-root-complex"
+  # lspci -t without names, indented, starting inside a branch; wrapped GPU list: could not read the GPUs
+  run "${DOCTOR}" --from "${fr}/90-3090-4090-epyc-lspci-t-indented-wrapped"
+  assert_failure 32
+  assert_line --regexp '^  lspci\.txt +read +[0-9]+ lines: lspci -t$'
+  refute_output --partial "link-degraded"
 }
 
 @test "bad input: decimal commas and a cut row are not read and said; a matrix of fewer GPUs maps by PCI address" {
@@ -531,7 +598,7 @@ MAKE
   for v in 535.288.01 570.86.15 570.211.01 575.64.05; do
     sed -i -E "s/^(Driver Version +: ).*/\1${v}/" "${d}/nvidia-smi-q.txt"
     run "${DOCTOR}" --from "${d}" --brief
-    assert_line "finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: ${above} at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (README: Mixed boxes)"
+    assert_line "finding	display-attached	blocks	likely	GPU0	GPU0 drives a display: ${above} at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (docs/how-it-works.md, Mixed boxes)"
   done
   # before installing 535, 570 or 575 with build.sh (its tag): p2p-0008 places the mapping 512 MiB aligned
   for v in 535.288.01 570.211.01 575.64.05; do
@@ -563,4 +630,50 @@ MAKE
   assert_line --regexp '^finding	bar1-as-large-as-vram	blocks	likely	GPU1	'
   # a GPU with 8 GiB of BAR1 to spare (GPU0, 24 GB in 32 GiB) is never reported
   refute_line --regexp '^finding	bar1-as-large-as-vram	.*	GPU0	'
+}
+
+@test "--collect's modprobe.txt: the files kmod reads, an /etc/modprobe.d file hiding the package's of its name, no comments" {
+  local r="${BATS_TEST_TMPDIR}/r" b="${BATS_TEST_TMPDIR}/b"
+  mkdir -p "${r}/etc/modprobe.d" "${r}/usr/lib/modprobe.d" "${r}/lib/modprobe.d" "${b}"
+  # the package's options and install lines, and the admin's copy with the
+  # options commented out (P2P off)
+  printf 'options nvidia NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"\n' >"${r}/usr/lib/modprobe.d/nvidia-p2p.conf"
+  printf 'install nvidia modprobe -i nvidia %s\n' "\$CMDLINE_OPTS" >"${r}/usr/lib/modprobe.d/nvidia-p2p-load.conf"
+  printf '# options nvidia NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"\noptions nvidia NVreg_EnableResizableBar=1\n' \
+    >"${r}/etc/modprobe.d/nvidia-p2p.conf"
+  printf 'blacklist nouveau\n' >"${r}/lib/modprobe.d/nvidia-blacklists-nouveau.conf"
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run bash -c 'source "$1/build.sh" && P2P_ROOT=$2 && collect_modprobe "$3"' _ "${REPO_ROOT}" "${r}" "${b}"
+  assert_success
+  run cat "${b}/modprobe.txt"
+  assert_line "/etc/modprobe.d/nvidia-p2p.conf:options nvidia NVreg_EnableResizableBar=1"
+  assert_line "modprobe-hidden: /usr/lib/modprobe.d/nvidia-p2p.conf (overridden by /etc/modprobe.d/nvidia-p2p.conf)"
+  assert_line "/usr/lib/modprobe.d/nvidia-p2p-load.conf:install nvidia modprobe -i nvidia \$CMDLINE_OPTS"
+  assert_line "/lib/modprobe.d/nvidia-blacklists-nouveau.conf:blacklist nouveau"
+  refute_output --partial "ForceP2P"
+  # without the admin's copy: the package's options
+  rm "${r}/etc/modprobe.d/nvidia-p2p.conf"
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run bash -c 'source "$1/build.sh" && P2P_ROOT=$2 && collect_modprobe "$3"' _ "${REPO_ROOT}" "${r}" "${b}"
+  assert_success
+  run cat "${b}/modprobe.txt"
+  assert_line '/usr/lib/modprobe.d/nvidia-p2p.conf:options nvidia NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=2"'
+  refute_output --partial "modprobe-hidden:"
+  # merged /usr: /lib/modprobe.d is /usr/lib/modprobe.d, read once
+  rm -r "${r:?}/lib"
+  ln -s usr/lib "${r}/lib"
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run bash -c 'source "$1/build.sh" && P2P_ROOT=$2 && collect_modprobe "$3"' _ "${REPO_ROOT}" "${r}" "${b}"
+  assert_success
+  run grep -c 'nvidia-p2p.conf:options' "${b}/modprobe.txt"
+  assert_output 1
+  run cat "${b}/modprobe.txt"
+  refute_output --partial "modprobe-hidden:"
+  # nothing of nvidia: none
+  rm "${r}"/usr/lib/modprobe.d/*
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run bash -c 'source "$1/build.sh" && P2P_ROOT=$2 && collect_modprobe "$3"' _ "${REPO_ROOT}" "${r}" "${b}"
+  assert_success
+  run cat "${b}/modprobe.txt"
+  assert_output "modprobe-options: none (no nvidia or nouveau line in modprobe.d)"
 }

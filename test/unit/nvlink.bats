@@ -75,7 +75,7 @@ conf_of() {
   make_fixture
   run bash -c 'source "$1" && versions_load && P2P_NVLINK=keep && modprobe_conf_text "$2"' _ "${BUILD_SH}" "${FIXTURE_TAG}"
   assert_failure 3
-  assert_output "build.sh: --nvlink keep: family 999 (${FIXTURE_TAG}) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see README.md, Mixed boxes); use --nvlink off"
+  assert_output "build.sh: --nvlink keep: family 999 (${FIXTURE_TAG}) cannot keep NVLink for bridged pairs: its options have no '# nvlink-keep:' setting (see docs/how-it-works.md, Mixed boxes); use --nvlink off"
   run bash -c 'source "$1" && versions_load && modprobe_conf_text "$2"' _ "${BUILD_SH}" "${FIXTURE_TAG}"
   assert_success
   assert_line --partial "# NVLink: off (the only mode of family 999)"
@@ -108,7 +108,7 @@ conf_of() {
   assert_output --partial "its options line has no RMOther for '# nvlink-keep: RMOther=0'"
 }
 
-@test "package --nvlink: the conffile of the package says the mode; keep refused (3) before anything is built" {
+@test "package --nvlink: the options file of the package says the mode; keep refused (3) before anything is built" {
   common_setup
   make_fixture
   command -v dpkg-deb >/dev/null || skip "dpkg-deb not installed"
@@ -122,13 +122,13 @@ conf_of() {
   run_build package "${FIXTURE_TAG}" --source "${FIX}/upstream" --out "${out}" --no-ccache
   assert_success
   dpkg-deb -R "${out}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb" "${x}"
-  run cat "${x}/etc/modprobe.d/nvidia-p2p.conf"
+  run cat "${x}/usr/lib/modprobe.d/nvidia-p2p.conf"
   assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=0"'
   rm -rf "${out}" "${x}"
   run_build package "${FIXTURE_TAG}" --source "${FIX}/upstream" --out "${out}" --no-ccache --nvlink off
   assert_success
   dpkg-deb -R "${out}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb" "${x}"
-  run cat "${x}/etc/modprobe.d/nvidia-p2p.conf"
+  run cat "${x}/usr/lib/modprobe.d/nvidia-p2p.conf"
   assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
   assert_line --partial "# NVLink: off"
 }

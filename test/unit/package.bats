@@ -194,25 +194,27 @@ debian_apt() {
   refute_line --regexp '^Inst (nvidia-installer-cleanup|glx-diversions|nvidia-alternative|nvidia-kernel-support|nvidia-kernel-common|nvidia-modprobe|nvidia-driver|libcuda1) '
 }
 
-@test "the package holds the DKMS source, dkms.conf, the options and the override as conffiles, docs" {
+@test "the package holds the DKMS source, dkms.conf, the options and the install lines (not conffiles), the override as conffile, docs" {
   package
   assert_success
   run dpkg-deb -c "${DEB}"
   assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/dkms.conf"
   assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary"
   assert_output --partial "./usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia-modeset/nv-modeset-kernel.o_binary"
-  assert_output --partial "./etc/modprobe.d/nvidia-p2p.conf"
+  assert_output --partial "./usr/lib/modprobe.d/nvidia-p2p.conf"
   assert_output --partial "./etc/depmod.d/nvidia-p2p.conf"
+  assert_output --partial "./usr/lib/modprobe.d/nvidia-p2p-load.conf"
   assert_output --partial "./usr/share/doc/nvidia-p2p-dkms/copyright"
   assert_output --partial "./usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz"
+  refute_output --partial "./etc/modprobe.d"
   refute_output --regexp '\.ko$'
   refute_output --partial "src/nvidia/_out"
   refute_output --regexp '^l'
   local x="${BATS_TEST_TMPDIR}/x"
   dpkg-deb -R "${DEB}" "${x}"
   run cat "${x}/DEBIAN/conffiles"
-  assert_output $'/etc/modprobe.d/nvidia-p2p.conf\n/etc/depmod.d/nvidia-p2p.conf'
-  run cat "${x}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output '/etc/depmod.d/nvidia-p2p.conf'
+  run cat "${x}/usr/lib/modprobe.d/nvidia-p2p.conf"
   assert_output --partial 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
   run cat "${x}/etc/depmod.d/nvidia-p2p.conf"
   assert_line 'override nvidia * updates/dkms'
@@ -220,6 +222,82 @@ debian_apt() {
   assert_line 'PACKAGE_NAME="nvidia-p2p"'
   assert_line "PACKAGE_VERSION=\"${FIXTURE_TAG}\""
   (cd "${x}" && md5sum --quiet -c DEBIAN/md5sums)
+}
+
+@test "neither the options nor the install lines are conffiles: apt remove takes both away, the depmod override alone stays" {
+  package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x" load=usr/lib/modprobe.d/nvidia-p2p-load.conf opts=usr/lib/modprobe.d/nvidia-p2p.conf m
+  dpkg-deb -R "${DEB}" "${x}"
+  # the options: no install line; how to change them (a copy in /etc)
+  run grep -E '^[[:space:]]*(install|remove)[[:space:]]' "${x}/${opts}"
+  assert_failure
+  run cat "${x}/${opts}"
+  assert_line --regexp '^options nvidia .*NVreg_RegistryDwords="RMForceP2PType=2"'
+  assert_line "# The install lines that load these modules: /${load}"
+  assert_output --partial "copy this file to /etc/modprobe.d/ and edit"
+  refute_output --partial "# Comment out the options line(s) and reboot"
+  # the one conffile: the depmod override; nothing of modprobe.d
+  run cat "${x}/DEBIAN/conffiles"
+  assert_output "/etc/depmod.d/nvidia-p2p.conf"
+  # the install lines: all five, in a file of their own
+  run cat "${x}/${load}"
+  for m in nvidia nvidia-modeset nvidia-drm nvidia-uvm nvidia-peermem; do
+    assert_line "install ${m} modprobe -i ${m} \$CMDLINE_OPTS"
+  done
+  refute_line --regexp '^options '
+  assert_line "# Options: /${opts}. To change these lines, copy this file"
+  run grep -F -e "${load}" -e "${opts}" "${x}/DEBIAN/md5sums"
+  assert_success
+  assert_equal "${#lines[@]}" 2
+  # its name sorts before Debian's nvidia.conf (kmod: by name, C order)
+  run bash -c 'printf "%s\n" nvidia.conf nvidia-p2p-load.conf | LC_ALL=C sort | head -n 1'
+  assert_output "nvidia-p2p-load.conf"
+}
+
+@test "the real kmod: ours while installed, an /etc copy overrides the options, nothing of ours after apt remove (Debian's nvidia-current, Ubuntu's nvidia) or purge" {
+  command -v modprobe >/dev/null 2>&1 || skip "modprobe (kmod) is not installed"
+  package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x" k="${BATS_TEST_TMPDIR}/k" debian="${BATS_TEST_TMPDIR}/debian"
+  local etc="${BATS_TEST_TMPDIR}/etc" none="${BATS_TEST_TMPDIR}/none"
+  dpkg-deb -R "${DEB}" "${x}"
+  mkdir -p "${k}/lib/modules/0.0.0-none" "${debian}" "${etc}" "${none}"
+  # Debian's nvidia-kernel-support: /etc/modprobe.d/nvidia.conf
+  printf 'install nvidia modprobe -i nvidia-current %s\n' "\$CMDLINE_OPTS" >"${debian}/nvidia.conf"
+  show() { modprobe -d "${k}" -S 0.0.0-none "$@" --show-depends nvidia; }
+  # installed: /etc, /usr/lib, Debian's files read together
+  run show -C "${etc}" -C "${x}/usr/lib/modprobe.d" -C "${debian}"
+  assert_success
+  assert_output "install modprobe -i nvidia \$CMDLINE_OPTS NVreg_RegistryDwords=\"RMForceP2PType=2\" "
+  # the admin's copy in /etc/modprobe.d, options commented out: it hides
+  # the package's file of that name (P2P off), the install line stays ours
+  sed 's/^options /# options /' "${x}/usr/lib/modprobe.d/nvidia-p2p.conf" >"${etc}/nvidia-p2p.conf"
+  run show -C "${etc}" -C "${x}/usr/lib/modprobe.d" -C "${debian}"
+  assert_success
+  assert_output --regexp '^install modprobe -i nvidia [$]CMDLINE_OPTS *$'
+  rm -f "${etc}/nvidia-p2p.conf"
+  # removed, not purged: the package's files are gone, its conffiles
+  # (the depmod override, no modprobe.d file) stay; Debian's install line
+  # runs, with no option of ours
+  run grep -c '^/etc/modprobe\.d/' "${x}/DEBIAN/conffiles"
+  assert_output 0
+  run show -C "${etc}" -C "${debian}"
+  assert_success
+  assert_output --regexp '^install modprobe -i nvidia-current [$]CMDLINE_OPTS *$'
+  refute_output --partial "NVreg_"
+  # Ubuntu: the stock module is nvidia itself, no install line: no option
+  # of module nvidia is configured
+  run modprobe -C "${etc}" -C "${none}" -c
+  assert_success
+  refute_output --regexp '^options nvidia '
+  # while installed, it was
+  run modprobe -C "${etc}" -C "${x}/usr/lib/modprobe.d" -c
+  assert_line --regexp '^options nvidia .*RMForceP2PType=2'
+  # purged
+  run show -C "${debian}"
+  assert_success
+  assert_output --regexp '^install modprobe -i nvidia-current [$]CMDLINE_OPTS *$'
 }
 
 @test "lintian's concerns: maintainer, copyright notice, no VCS files, overrides with their reasons" {
@@ -241,7 +319,8 @@ debian_apt() {
   run cat "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
   assert_line "nvidia-p2p-dkms: unstripped-binary-or-object [usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary]"
   assert_line "nvidia-p2p-dkms: initial-upload-closes-no-bugs *"
-  assert_line "nvidia-p2p-dkms: obsolete-command-in-modprobe.d-file install [etc/modprobe.d/nvidia-p2p.conf]"
+  assert_line "nvidia-p2p-dkms: obsolete-command-in-modprobe.d-file install [usr/lib/modprobe.d/nvidia-p2p-load.conf]"
+  refute_output --partial "[etc/modprobe.d/"
   run grep -c '^#' "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
   assert_output 6
   run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | awk 'length > 80 && !/^ -- /' | wc -l"
@@ -253,8 +332,10 @@ debian_apt() {
   assert_success
   local x="${BATS_TEST_TMPDIR}/x"
   dpkg-deb -R "${DEB}" "${x}"
+  sh -n "${x}/DEBIAN/preinst"
   sh -n "${x}/DEBIAN/postinst"
   sh -n "${x}/DEBIAN/prerm"
+  sh -n "${x}/DEBIAN/postrm"
   run cat "${x}/DEBIAN/postinst"
   assert_output --partial "dkms add -m \"\$NAME\" -v \"\$VERSION\""
   assert_output --partial "dkms install -m \"\$NAME\" -v \"\$VERSION\" -k \"\$kver\""
@@ -262,6 +343,55 @@ debian_apt() {
   run cat "${x}/DEBIAN/prerm"
   assert_output --partial "dkms remove -m \"\$NAME\" -v \"\$VERSION\" --all"
   assert_equal "$(stat -c %a "${x}/DEBIAN/postinst")" 755
+}
+
+@test "preinst, postinst and postrm remove the options conffile of older packages as debhelper's rm_conffile does, prior version <this version>~" {
+  package --revision 3
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x" f line
+  dpkg-deb -R "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-3_amd64.deb" "${x}"
+  line="dpkg-maintscript-helper rm_conffile /etc/modprobe.d/nvidia-p2p.conf ${FIXTURE_TAG}-3~ -- \"\$@\""
+  for f in preinst postinst postrm; do
+    sh -n "${x}/DEBIAN/${f}"
+    assert_equal "$(stat -c %a "${x}/DEBIAN/${f}")" 755
+    run grep -c -F -x "${line}" "${x}/DEBIAN/${f}"
+    assert_output 1
+    # after set -e, before anything else can exit
+    run grep -v -E '^(#|$)' "${x}/DEBIAN/${f}"
+    assert_line --index 0 "set -e"
+    assert_line --index 1 "${line}"
+  done
+  run grep -c 'dpkg-maintscript-helper' "${x}/DEBIAN/prerm"
+  assert_output 0
+  # postinst: a changed conffile (kept as .dpkg-bak) is said, with the way
+  # to keep the changes
+  run cat "${x}/DEBIAN/postinst"
+  assert_output --partial "/etc/modprobe.d/nvidia-p2p.conf.dpkg-bak"
+  assert_output --partial "dpkg --compare-versions -- \"\$2\" le-nl \"${FIXTURE_TAG}-3~\""
+  # dpkg's own helper: the prior version is one dpkg takes, lower than the
+  # package's own and higher than the revisions before it
+  if command -v dpkg >/dev/null 2>&1; then
+    dpkg --validate-version "${FIXTURE_TAG}-3~"
+    dpkg --compare-versions "${FIXTURE_TAG}-2" lt "${FIXTURE_TAG}-3~"
+    dpkg --compare-versions "${FIXTURE_TAG}-3~" lt "${FIXTURE_TAG}-3"
+  fi
+}
+
+@test "preinst and postrm hand dpkg-maintscript-helper rm_conffile their own arguments" {
+  package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  stub dpkg-maintscript-helper - <<'STUB'
+exit 0
+STUB
+  run sh "${x}/DEBIAN/preinst" upgrade "${FIXTURE_TAG}-0"
+  assert_success
+  run sh "${x}/DEBIAN/postrm" abort-upgrade "${FIXTURE_TAG}-0"
+  assert_success
+  run cat "${STUB_LOG}"
+  assert_line "dpkg-maintscript-helper rm_conffile /etc/modprobe.d/nvidia-p2p.conf ${FIXTURE_TAG}-1~ -- upgrade ${FIXTURE_TAG}-0"
+  assert_line "dpkg-maintscript-helper rm_conffile /etc/modprobe.d/nvidia-p2p.conf ${FIXTURE_TAG}-1~ -- abort-upgrade ${FIXTURE_TAG}-0"
 }
 
 @test "prerm: after dkms remove, a kernel with headers only and no module keeps no index files; others keep them" {
@@ -340,4 +470,44 @@ STUB
   assert_success
   run grep -c '^make .*o_binary' "${STUB_LOG}"
   assert_output 0
+}
+
+# upgrade_bundle DIR MODULE INSTALLED USERSPACE [OTHERS]: a doctor bundle (the files
+# build.sh doctor --collect writes) of a machine after Debian's driver moved
+# to a new version: /proc/driver/nvidia/version of MODULE ("open 535.261.03"
+# or "proprietary 550.163.01"), what dpkg says of nvidia-p2p-dkms
+# (INSTALLED: a version or none), the userspace libraries' version, and
+# the other NVIDIA kernel module packages dpkg lists (OTHERS, default none).
+upgrade_bundle() {
+  local d=$1 kind=${2%% *} v=${2#* } name="Open Kernel Module for x86_64"
+  [[ ${kind} == open ]] || name="Kernel Module"
+  mkdir -p "${d}"
+  printf 'NVRM version: NVIDIA UNIX %s  %s  Release Build  (dvs-builder@U16-I3-B03-4-3)  Wed Jun 25 08:33:51 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1)\n' \
+    "${name}" "${v}" >"${d}/nvidia-version.txt"
+  printf 'nvidia-p2p-installed: %s\nnvidia-p2p-dkms: %s\nother-nvidia-kernel-packages: %s\nloaded-version: %s\n' \
+    "$3" "$3" "${5:-none}" "${v}" >"${d}/nvidia-p2p.txt"
+  printf 'libnvidia-ml.so.%s\nuserspace in charge: Debian packages %s\n' "$4" "$4" >"${d}/userspace.txt"
+}
+
+@test "doctor after apt full-upgrade moved Debian's driver (test/real/apt_upgrade.bats): before the reboot, the old module beside the new userspace; without our package of the new version, Debian's module" {
+  # ours upgraded with the driver (535.261.03 -> 550.163.01), not rebooted
+  upgrade_bundle "${BATS_TEST_TMPDIR}/with" "open 535.261.03" 550.163.01 550.163.01
+  run_build doctor --from "${BATS_TEST_TMPDIR}/with"
+  assert_failure 30
+  assert_output --partial "userspace-mismatch [blocks, certain]"
+  assert_output --partial "userspace driver libraries 550.163.01 beside kernel module 535.261.03"
+  assert_output --partial "nvidia-p2p-dkms was upgraded to 550.163.01; the open module 535.261.03 is still loaded"
+  refute_output --partial "stock-module-loaded ["
+  # apt replaced ours by nvidia-kernel-dkms 550.163.01, purged, rebooted
+  upgrade_bundle "${BATS_TEST_TMPDIR}/without" "proprietary 550.163.01" none 550.163.01 nvidia-kernel-dkms
+  run_build doctor --from "${BATS_TEST_TMPDIR}/without"
+  assert_failure 30
+  assert_output --partial "stock-module-loaded [blocks, certain]"
+  assert_output --partial "NVIDIA's proprietary one"
+  refute_output --partial "userspace-mismatch ["
+  # the same machine before the upgrade: nothing of this
+  upgrade_bundle "${BATS_TEST_TMPDIR}/before" "open 535.261.03" 535.261.03 535.261.03
+  run_build doctor --from "${BATS_TEST_TMPDIR}/before"
+  refute_output --partial "stock-module-loaded ["
+  refute_output --partial "userspace-mismatch ["
 }

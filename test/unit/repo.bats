@@ -5,7 +5,8 @@
 # signature is bad or the key is another. The package of the fixture tag is
 # built as `build.sh package` builds it; the second tag's is a stand-in .deb.
 # A client installing, upgrading and removing with DKMS builds is
-# test/real/dkms_chroot.bats.
+# test/real/dkms_chroot.bats; Debian's driver moving from bookworm to
+# trixie with such a repository, test/real/apt_upgrade.bats.
 
 load ../test_helper
 
@@ -52,7 +53,9 @@ apt_client() {
   APT="${BATS_TEST_TMPDIR}/apt"
   mkdir -p "${APT}/lists/partial" "${APT}/cache/archives/partial" "${APT}/sources" "${APT}/prefs"
   : >"${APT}/status"
-  sed "s|^Signed-By: .*|Signed-By: ${1:-${REPO}/nvidia-p2p-archive-keyring.gpg}|" "${REPO}/nvidia-p2p.sources" >"${APT}/sources/nvidia-p2p.sources"
+  # the published source, read from the directory itself whatever its URL
+  sed -e "s|^Signed-By: .*|Signed-By: ${1:-${REPO}/nvidia-p2p-archive-keyring.gpg}|" -e "s|^URIs: .*|URIs: file:${REPO}|" \
+    "${REPO}/nvidia-p2p.sources" >"${APT}/sources/nvidia-p2p.sources"
   APT_OPTS=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=${APT}/sources"
     -o "Dir::State::Lists=${APT}/lists" -o "Dir::Cache=${APT}/cache" -o "Dir::State::status=${APT}/status"
     -o Dir::Etc::Preferences=/dev/null -o "Dir::Etc::PreferencesParts=${APT}/prefs"
@@ -61,6 +64,12 @@ apt_client() {
 
 repo_build() {
   run_build repo "${REPO}" "$@"
+}
+
+# tree DIR: every file of DIR with its checksum and inode (a file written
+# again, even with the same bytes, is another inode).
+tree() {
+  (cd "$1" && find . -type f -printf '%p %i ' -exec sha256sum {} \; | sort)
 }
 
 @test "repo: a new repository from a tag, with a new key: pool, indexes, signatures, public key, .sources on stdout" {
@@ -306,4 +315,136 @@ STUB
   assert_failure 16
   assert_output --partial "do not verify against the exported public key; nothing was published"
   [[ "$(cd "${REPO}" && find . -type f -exec sha256sum {} + | sort)" == "${before}" ]]
+}
+
+@test "repo <dir> <newtag>: the distribution's new driver version joins the repository; older packages stay, the repository's key re-signs, suite and URL as published; pinned clients still resolve the old tag" {
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key --suite p2p --url https://apt.example.org/p2p
+  assert_success
+  local old inrelease
+  old=$(sha256sum <"${POOL}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb")
+  inrelease=$(stat -c %i "${REPO}/dists/p2p/InRelease")
+  # the documented command: no --key, --suite or --url
+  repo_build "$(standin 999.20.01 1)"
+  assert_success
+  assert_output --partial "nvidia-p2p-dkms_999.20.01-1_amd64.deb added"
+  assert_output --partial "999.10.01-1, 999.20.01-1 published in ${REPO}, suite p2p"
+  assert_line "${REPO}/nvidia-p2p.sources"
+  [[ "$(sha256sum <"${POOL}/nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb")" == "${old}" ]]
+  # signed again (a new file), with the published key, for the published suite and URL
+  [[ "$(stat -c %i "${REPO}/dists/p2p/InRelease")" != "${inrelease}" ]]
+  run gpgv --keyring "${REPO}/nvidia-p2p-archive-keyring.gpg" "${REPO}/dists/p2p/InRelease"
+  assert_success
+  assert_not_exist "${REPO}/dists/stable"
+  run cat "${REPO}/nvidia-p2p.sources"
+  assert_line "Suites: p2p"
+  assert_line "URIs: https://apt.example.org/p2p"
+  apt_client
+  run apt-get "${APT_OPTS[@]}" update --error-on=any
+  assert_success
+  run apt-cache "${APT_OPTS[@]}" policy nvidia-p2p-dkms
+  assert_line "  Candidate: 999.20.01-1"
+  # a machine held on the old tag: an exact version, or a preferences pin
+  run apt-get "${APT_OPTS[@]}" -s install nvidia-p2p-dkms=999.10.01-1
+  assert_success
+  assert_line --regexp '^Inst nvidia-p2p-dkms \(999\.10\.01-1 '
+  printf 'Package: nvidia-p2p-dkms\nPin: version 999.10.01-*\nPin-Priority: 1001\n' >"${APT}/prefs/nvidia-p2p"
+  run apt-cache "${APT_OPTS[@]}" policy nvidia-p2p-dkms
+  assert_line "  Candidate: 999.10.01-1"
+}
+
+@test "repo: a package already in the repository is said and kept; with nothing new the run changes no file (exit 0); a new --url publishes again" {
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_success
+  local before
+  before=$(tree "${REPO}")
+  repo_build "$(standin "${FIXTURE_TAG}" 1)"
+  assert_success
+  assert_output --partial "nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb is in the repository already: kept"
+  assert_output --partial "nothing new: ${FIXTURE_TAG}-1 published in ${REPO}, suite stable; the repository is unchanged"
+  assert_line "${REPO}/nvidia-p2p.sources"
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+  # a tag, not rebuilt
+  repo_build "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-ccache
+  assert_success
+  assert_output --partial "in the repository already: kept"
+  assert_output --partial "the repository is unchanged"
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+  # what clients read changes: published again
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --url https://apt.example.org/p2p
+  assert_success
+  refute_output --partial "unchanged"
+  run grep '^URIs: ' "${REPO}/nvidia-p2p.sources"
+  assert_output "URIs: https://apt.example.org/p2p"
+  # another suite: said, and the .sources file names it
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --suite p2p
+  assert_success
+  assert_output --partial "names suite stable; this run publishes suite p2p"
+  run grep '^Suites: ' "${REPO}/nvidia-p2p.sources"
+  assert_output "Suites: p2p"
+  assert_file_exist "${REPO}/dists/p2p/InRelease"
+}
+
+@test "repo: adding to a repository: an unsupported tag (3), a key not in gpg's keyring (16), a package with other content (16) change nothing" {
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_success
+  local before
+  before=$(tree "${REPO}")
+  repo_build 1.2.3
+  assert_failure 3
+  repo_build "$(standin 999.20.01 1)" 1.2.3
+  assert_failure 3
+  repo_build "$(standin 1.2.3 1)"
+  assert_failure 3
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+  mkdir -m 0700 "${BATS_TEST_TMPDIR}/empty"
+  GNUPGHOME="${BATS_TEST_TMPDIR}/empty" run_build repo "${REPO}" "$(standin 999.20.01 1)"
+  assert_failure 16
+  assert_output --partial "is not in gpg's secret keyring"
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+  repo_build "$(standin 999.20.01 1)" "$(standin "${FIXTURE_TAG}" 1 nvidia-p2p-dkms $'Depends: dkms\n')"
+  assert_failure 16
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+}
+
+@test "repo: a directory that is not an nvidia-p2p repository is refused (2), nothing written into it; an empty one takes a new repository, and is emptied again when the run fails" {
+  local other="${BATS_TEST_TMPDIR}/other" before
+  mkdir -p "${other}/dists/stable"
+  printf 'someone else\n' >"${other}/README"
+  before=$(tree "${other}")
+  run_build repo "${other}" "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_failure 2
+  assert_output --partial "${other} is not an nvidia-p2p repository (no nvidia-p2p-archive-keyring.gpg) and not empty"
+  [[ "$(tree "${other}")" == "${before}" ]]
+  assert_not_exist "${other}/pool"
+  run find "${GNUPGHOME}" -name '*.key'
+  assert_output ""
+  run_build --dry-run repo "${other}" "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_failure 2
+  # an empty directory (a mount point, say): the repository goes into it
+  mkdir "${REPO}"
+  FAKE_OBJECTS_FAIL=1 repo_build "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-ccache --generate-key
+  assert_failure 8
+  assert_dir_exists "${REPO}"
+  run find "${REPO}" -mindepth 1
+  assert_output ""
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key
+  assert_success
+  assert_file_exist "${REPO}/dists/stable/InRelease"
+}
+
+@test "repo --dry-run on an existing repository: what is there is kept, what is new would be added; nothing changes" {
+  repo_build "$(standin "${FIXTURE_TAG}" 1)" --generate-key --suite p2p
+  assert_success
+  local before
+  before=$(tree "${REPO}")
+  run_build --dry-run repo "${REPO}" "$(standin "${FIXTURE_TAG}" 1)" "$(standin 999.20.01 1)"
+  assert_success
+  assert_line "Plan for the repository ${REPO} (suite p2p), changing nothing:"
+  assert_line "nvidia-p2p-dkms_${FIXTURE_TAG}-1_amd64.deb is in the repository already: kept"
+  assert_line --partial "would add ${BATS_TEST_TMPDIR}/nvidia-p2p-dkms_999.20.01-1_amd64.deb"
+  assert_line --partial "(the packages already there stay)"
+  [[ "$(tree "${REPO}")" == "${before}" ]]
+  run_build help repo
+  assert_output --partial "build.sh repo <dir> <newtag>"
+  assert_output --partial "apt update && apt full-upgrade"
 }

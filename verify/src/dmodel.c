@@ -42,7 +42,7 @@ dr_model *dr_model_new(void)
                       &s->init_failed, &s->fell_off_bus, &s->no_gpu_found, &s->static_bar1_error,
                       &s->rebar_failed, &s->bar_no_space, &s->rebar_option_configured,
                       &s->rebar_option_applied, &s->modinfo_signed, &s->modinfo_proprietary, &s->secure_boot,
-                      &s->module_rejected, &s->unsigned_loaded, &s->insert_eperm, &s->p2p_state_seen, &s->selftest, &s->verify_status,
+                      &s->module_rejected, &s->unsigned_loaded, &s->insert_eperm, &s->p2p_state_seen, &s->p2p_deb, &s->other_kmod_packages, &s->selftest, &s->verify_status,
                       &s->nccl_wrong, &s->nccl_ok, &s->illegal_access, &s->p2p_error, &s->simplep2p_failed,
                       &s->simplep2p_passed, &s->p2p_unavailable, &s->vm_guest, &s->nouveau, &s->lspci_denied,
                       &s->acs_unknown_ctx, &s->acs_redir_any, &s->p2p_cnsrow, &s->sysfs_gpus};

@@ -236,6 +236,10 @@ typedef struct {
     char p2p_installed[24]; /* build.sh's installed tag, "" none */
     dr_ev p2p_installed_ev;
     dr_num p2p_state_seen;
+    dr_num p2p_deb;              /* package nvidia-p2p-dkms: 1 installed, 0 not, -1 unknown (no dpkg) */
+    char p2p_deb_version[24];    /* its version, without the Debian revision */
+    dr_num other_kmod_packages;  /* other packages of NVIDIA kernel modules: 1 some, 0 none, -1 unknown */
+    char other_kmod_names[96];   /* their names */
     /* verification outputs */
     dr_num selftest; /* p2p-verify --self-test ran: corruption is injected */
     dr_num verify_status; /* p2p-verify exit code */

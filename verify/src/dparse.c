@@ -94,6 +94,8 @@ struct dp_ctx {
     dr_setpci sp_pending[4];
     int sp_npending, sp_loop;
     dr_setpci sp_loopreg;
+    char sp_for_var[24], sp_for_bdf[16][16]; /* a shell loop's variable and its list of devices */
+    int sp_for_n;
     /* lspci -t: the bus of the devices that start at each column, the domain
      * and root bus of the tree being read */
     short lt_bus[256];
@@ -1072,6 +1074,24 @@ static void p_collect(dp_ctx *c, const char *line)
         snprintf(s->p2p_installed, sizeof s->p2p_installed, "%s", v);
         ev(c, &s->p2p_installed_ev);
         setn(c, &s->p2p_state_seen, 1);
+        kind(c, DR_K_P2PSTATE);
+    } else if (!strncmp(p, "nvidia-p2p-dkms:", 16)) {
+        /* "none", or the version dpkg gives ("550.163.01-1"); nothing else (dpkg -S lines) */
+        const char *q = skip_ws(p + 16);
+        char v[24] = "";
+        if (!strncmp(q, "none", 4)) {
+            s->p2p_deb_version[0] = '\0';
+            setn_force(c, &s->p2p_deb, 0);
+        } else if (isdigit((unsigned char)*q) && dp_find_version(q, v, sizeof v) == 0) {
+            snprintf(s->p2p_deb_version, sizeof s->p2p_deb_version, "%s", v);
+            setn_force(c, &s->p2p_deb, 1);
+        }
+        kind(c, DR_K_P2PSTATE);
+    } else if (!strncmp(p, "other-nvidia-kernel-packages:", 29)) {
+        const char *q = skip_ws(p + 29);
+        int none = !strncmp(q, "none", 4);
+        setn_force(c, &s->other_kmod_packages, none ? 0 : 1);
+        trim_copy(s->other_kmod_names, sizeof s->other_kmod_names, q, none ? q : q + strlen(q));
         kind(c, DR_K_P2PSTATE);
     } else if (!strncmp(p, "nvidia-p2p-srcversion:", 22)) {
         trim_copy(s->p2p_srcversion, sizeof s->p2p_srcversion, p + 22, p + strlen(p));
@@ -2096,13 +2116,63 @@ static void sp_add(dp_ctx *c, const dr_setpci *r)
     kind(c, DR_K_SETPCI);
 }
 
+/* "for VAR in BDF BDF ...; do" (the rest of the line may hold the loop's
+ * body): the variable and its devices, for a write "setpci -s "$VAR" R=V" in
+ * the loop (a write prints nothing to read the device from).  A list with
+ * anything but device addresses ("$(lspci ...)") is not kept. */
+static void sp_for(dp_ctx *c, const char *line)
+{
+    char buf[DP_LINE_MAX], *tok[64];
+    snprintf(buf, sizeof buf, "%s", line);
+    int nt = pv_tokenize(buf, tok, 64), i = 0;
+    while (i < nt && strcmp(tok[i], "for"))
+        i++;
+    if (i + 3 >= nt || strcmp(tok[i + 2], "in"))
+        return;
+    c->sp_for_n = 0;
+    snprintf(c->sp_for_var, sizeof c->sp_for_var, "%s", tok[i + 1]);
+    for (i += 3; i < nt && strcmp(tok[i], "do") && strcmp(tok[i], ";"); i++) {
+        size_t l = strlen(tok[i]);
+        int last = l > 1 && tok[i][l - 1] == ';';
+        if (last)
+            tok[i][l - 1] = '\0';
+        if (c->sp_for_n >= 16 || sp_slot(tok[i], c->sp_for_bdf[c->sp_for_n], sizeof c->sp_for_bdf[0]) != 0) {
+            c->sp_for_n = 0;
+            return;
+        }
+        c->sp_for_n++;
+        if (last)
+            break;
+    }
+}
+
+/* setpci's -s argument names the loop's variable: $VAR, ${VAR}, "$VAR". */
+static int sp_for_arg(const dp_ctx *c, const char *a)
+{
+    char v[32];
+    size_t l = strlen(a);
+    if (l >= 2 && (a[0] == '"' || a[0] == '\'') && a[l - 1] == a[0]) {
+        a++;
+        l -= 2;
+    }
+    if (l < 2 || l >= sizeof v || a[0] != '$' || !c->sp_for_n)
+        return 0;
+    memcpy(v, a + 1, l - 1);
+    v[l - 1] = '\0';
+    if (v[0] == '{' && l > 3 && v[l - 2] == '}') {
+        memmove(v, v + 1, l - 3);
+        v[l - 3] = '\0';
+    }
+    return !strcmp(v, c->sp_for_var);
+}
+
 /* A setpci command line: its writes are recorded, its reads wait for their
  * value on the following lines (or come as -v's lines, or a loop's). */
 static void sp_command(dp_ctx *c, const char *args)
 {
     char buf[DP_LINE_MAX], *tok[64], slot[16] = "";
     snprintf(buf, sizeof buf, "%s", args);
-    int nt = pv_tokenize(buf, tok, 64), verbose = 0, loop = 0;
+    int nt = pv_tokenize(buf, tok, 64), verbose = 0, loop = 0, forlist = 0;
     dr_setpci regs[4];
     int nregs = 0;
     for (int i = 0; i < nt; i++) {
@@ -2117,6 +2187,7 @@ static void sp_command(dp_ctx *c, const char *args)
         } else if (!strncmp(t, "-s", 2) || !strncmp(t, "-d", 2)) {
             const char *a = t[2] ? t + 2 + (t[2] == '=') : (i + 1 < nt ? tok[++i] : "");
             loop = t[1] == 'd' || sp_slot(a, slot, sizeof slot) != 0;
+            forlist = t[1] == 's' && loop && sp_for_arg(c, a);
         } else if (nregs < 4 && sp_reg(t, &regs[nregs]) == 0) {
             snprintf(regs[nregs].busid, sizeof regs[nregs].busid, "%s", slot);
             regs[nregs].cap_off = -1;
@@ -2126,6 +2197,15 @@ static void sp_command(dp_ctx *c, const char *args)
     c->sp_npending = 0;
     c->sp_loop = 0;
     for (int k = 0; k < nregs; k++) {
+        if (loop && forlist && regs[k].write) {
+            /* a write in "for VAR in BDF...": one write to each device listed */
+            for (int j = 0; j < c->sp_for_n; j++) {
+                dr_setpci r = regs[k];
+                snprintf(r.busid, sizeof r.busid, "%s", c->sp_for_bdf[j]);
+                sp_add(c, &r);
+            }
+            continue;
+        }
         if (loop) {
             c->sp_loop = !regs[k].write && !verbose;
             c->sp_loopreg = regs[k];
@@ -2159,7 +2239,10 @@ static int sp_verbose(dp_ctx *c, const char *p)
             return 0;
         r.acs = 1;
         r.cap_off = (int)off;
-        q = strchr(q, ')') + 2;
+        q = strchr(q, ')') + 1;
+        if (*q != ' ')
+            return 0; /* cut after the capability (a paste's last line): no register, no value */
+        q++;
     }
     char *e = NULL;
     if (*q != '@' || (reg = (unsigned)strtoul(q + 1, &e, 16), e == q + 1))
@@ -2189,6 +2272,10 @@ static void p_setpci(dp_ctx *c, const char *line)
     size_t digits = strspn(p, "0123456789abcdefABCDEF");
     if (!strncmp(p, "[sudo]", 6))
         return; /* sudo's password prompt between a command and its output */
+    if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ';' || p[4] == ' '))
+        c->sp_for_n = 0; /* the end of a shell loop */
+    else if ((q = strstr(p, "for ")) && (q == p || q[-1] == ' ' || q[-1] == ';'))
+        sp_for(c, q);
     if (c->sp_npending > 0 && digits == (size_t)c->sp_pending[0].width * 2 && !p[digits]) {
         dr_setpci r = c->sp_pending[0];
         r.value = (long)strtoul(p, NULL, 16);
@@ -2199,6 +2286,8 @@ static void p_setpci(dp_ctx *c, const char *line)
     if ((q = strstr(line, "setpci")) && (q == line || !isalnum((unsigned char)q[-1])) && q[6] == ' ' &&
         !strstr(line, "not found")) {
         sp_command(c, q + 7);
+        if (strstr(q, "; done") || strstr(q, ";done"))
+            c->sp_for_n = 0; /* a loop on one line */
         return;
     }
     if (sp_verbose(c, p))

@@ -128,8 +128,15 @@ void dr_report_text(FILE *f, const dr_model *m, const dr_diag *d, const char *so
     for (int i = 0; i < m->nnotes; i++)
         fprintf(f, "  note: %s\n", m->notes[i]);
     if (d->module_version[0])
-        fprintf(f, "  driver: kernel module %s (from %s)%s\n", d->module_version, d->module_version_src,
-                d->ours == 1 ? ", installed by nvidia-p2p" : (d->ours == 0 ? ", not nvidia-p2p's" : ""));
+    {
+        if (d->p2p_pending[0])
+            fprintf(f, "  driver: kernel module %s (from %s), not nvidia-p2p-dkms %s: that one loads at the next "
+                       "boot\n",
+                    d->module_version, d->module_version_src, d->p2p_pending);
+        else
+            fprintf(f, "  driver: kernel module %s (from %s)%s\n", d->module_version, d->module_version_src,
+                    d->ours == 1 ? ", installed by nvidia-p2p" : (d->ours == 0 ? ", not nvidia-p2p's" : ""));
+    }
 
     fprintf(f, "\n== GPUs ==\n");
     if (m->ngpus == 0)

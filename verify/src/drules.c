@@ -21,7 +21,8 @@
 const char *const dr_finding_ids[] = {
     "iommu-translated", "acs-redirect", "rebar-off", "bar1-unassigned", "bar1-smaller-than-vram",
     "bar1-as-large-as-vram", "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
-    "userspace-mismatch", "stock-module-loaded", "p2p-options-missing", "regkeys-wrong-generation",
+    "userspace-mismatch", "stock-module-loaded", "p2p-module-upgraded-not-loaded", "p2p-options-missing",
+    "regkeys-wrong-generation",
     "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
     "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine",
     "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed", NULL};
@@ -659,6 +660,16 @@ static void module_facts(ctx *c)
         else if (v)
             d->ours = dp_vercmp(v, s->p2p_installed) == 0;
     }
+    /* nvidia-p2p-dkms moved to another version while the open module of the
+     * old one stays loaded (no reboot since): dpkg shows our package at a
+     * version other than the loaded open module's, and no other package of
+     * NVIDIA kernel modules (Debian's nvidia-kernel-dkms, Ubuntu's
+     * linux-modules-nvidia-*) that could have brought that module */
+    d->p2p_pending[0] = '\0';
+    if (!c->o->preinstall && d->ours == 0 && s->module_open.v == 1 && s->modinfo_proprietary.v != 1 && v &&
+        s->p2p_deb.v == 1 && s->p2p_deb_version[0] && dp_vercmp(v, s->p2p_deb_version) != 0 &&
+        s->other_kmod_packages.v == 0)
+        snprintf(d->p2p_pending, sizeof d->p2p_pending, "%s", s->p2p_deb_version);
 }
 
 static long long key_val(const dr_regkeys *k, const char *name)
@@ -729,7 +740,9 @@ static void rule_keys(ctx *c)
         SUMMARY(f, "registry keys %s are of another driver generation for %s: %s", where[i], ver, bad);
         FIX(f, "use the keys of the driver's own generation: before 575 \"ForceP2P=0x11;RMForceP2PType=2\"; from "
                "575 on \"ForceP2P=0x11;RMForceP2PType=1;RMPcieP2PType=1;RMForceStaticBar1=2\" (build.sh writes "
-               "the family's own /etc/modprobe.d/nvidia-p2p.conf); then update-initramfs -u and reboot");
+               "the family's own /etc/modprobe.d/nvidia-p2p.conf; the nvidia-p2p-dkms package ships "
+               "/usr/lib/modprobe.d/nvidia-p2p.conf, which an /etc/modprobe.d/nvidia-p2p.conf overrides); then "
+               "update-initramfs -u and reboot");
         f_ev(f, &k->ev);
     }
 }
@@ -770,8 +783,9 @@ static void rule_options(ctx *c)
     SUMMARY(f, "the nvidia-p2p modules are loaded without the registry keys that select BAR1 P2P (%s); without "
                "them they behave like the stock driver",
             k ? why : "no NVreg_RegistryDwords found");
-    FIX(f, "restore /etc/modprobe.d/nvidia-p2p.conf (sudo build.sh install <tag> writes it), sudo update-initramfs "
-           "-u, reboot");
+    FIX(f, "restore /etc/modprobe.d/nvidia-p2p.conf (sudo build.sh install <tag> writes it; with the "
+           "nvidia-p2p-dkms package: /usr/lib/modprobe.d/nvidia-p2p.conf, or the copy in /etc/modprobe.d that "
+           "overrides it), sudo update-initramfs -u, reboot");
     if (k)
         f_ev(f, &k->ev);
     f_ev(f, &s->p2p_installed_ev);
@@ -883,7 +897,12 @@ static void rule_module(ctx *c)
             f_ev(f, &s->cuda_driver_mismatch.ev);
         }
     }
-    if (has_finding(d, "userspace-mismatch")) {
+    if (has_finding(d, "userspace-mismatch") && d->p2p_pending[0]) {
+        f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_POSSIBLE);
+        FIX(f, "reboot (or unload and reload the nvidia modules): nvidia-p2p-dkms %s is installed but %s is still "
+               "loaded (p2p-module-upgraded-not-loaded)",
+            d->p2p_pending, d->module_version);
+    } else if (has_finding(d, "userspace-mismatch")) {
         f = finding(d, "userspace-mismatch", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_POSSIBLE);
         FIX(f, "install the userspace driver of exactly the kernel module's version (NVIDIA's .run of %s with "
                "--no-kernel-modules; build.sh install does both), or build the modules of the userspace's version",
@@ -902,6 +921,22 @@ static void rule_module(ctx *c)
         why = "modinfo shows the proprietary nvidia module (license NVIDIA); the P2P patches exist for the open "
               "modules only";
         e1 = &s->modinfo_proprietary.ev;
+    } else if (d->p2p_pending[0]) {
+        /* ours at another version, not loaded yet: not another driver */
+        f = finding(d, "p2p-module-upgraded-not-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            SUMMARY(f, "nvidia-p2p-dkms was %s to %s; the open module %s is still loaded (no other NVIDIA kernel "
+                       "module package is installed)",
+                    dp_vercmp(d->p2p_pending, d->module_version) > 0 ? "upgraded" : "downgraded", d->p2p_pending,
+                    d->module_version);
+            FIX(f, "reboot (or unload and reload the modules: sudo modprobe -r nvidia_drm nvidia_modeset nvidia_uvm "
+                   "nvidia && sudo modprobe nvidia); /proc/driver/nvidia/version then shows %s",
+                d->p2p_pending);
+            f_ev(f, &s->p2p_deb.ev);
+            f_ev(f, &s->other_kmod_packages.ev);
+            f_ev(f, &s->module_version_ev);
+            f_ev(f, &s->loaded_version_ev);
+        }
     } else if (d->ours == 0 && s->p2p_installed[0]) {
         why = "the loaded nvidia module is not the one nvidia-p2p installed";
         e1 = &s->p2p_installed_ev;
@@ -911,11 +946,18 @@ static void rule_module(ctx *c)
         f = finding(d, "stock-module-loaded", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
         if (f) {
             SUMMARY(f, "%s", why);
-            FIX(f, "remove the other driver's kernel modules (its package, DKMS module or .run), then sudo "
-                   "build.sh install <tag>, sudo update-initramfs -u and reboot; lsmod and "
-                   "/proc/driver/nvidia/version then show the open module of that tag");
+            if (s->other_kmod_packages.v == 1)
+                FIX(f, "remove the other driver's kernel modules (installed: sudo apt-get purge %s), then sudo "
+                       "build.sh install <tag> (or apt install nvidia-p2p-dkms), sudo update-initramfs -u and "
+                       "reboot; lsmod and /proc/driver/nvidia/version then show the open module of that tag",
+                    s->other_kmod_names);
+            else
+                FIX(f, "remove the other driver's kernel modules (its package, DKMS module or .run), then sudo "
+                       "build.sh install <tag>, sudo update-initramfs -u and reboot; lsmod and "
+                       "/proc/driver/nvidia/version then show the open module of that tag");
             f_ev(f, e1);
             f_ev(f, e2);
+            f_ev(f, &s->other_kmod_packages.ev);
         }
     }
 }
@@ -1382,7 +1424,7 @@ static const char *driver_version(ctx *c)
 /* BAR1 holds VRAM, but with less than 1 GiB to spare (16 GiB RTX 5060 Ti /
  * 5070 Ti, 32 GiB RTX 5090; nvidia-smi's VRAM is a little below the FB size):
  * from 565 on RM's static BAR1 check counts all of FB plus reservations and
- * refuses it (README: Mixed boxes), so BAR1 P2P has no static mapping for it
+ * refuses it (docs/how-it-works.md, Mixed boxes), so BAR1 P2P has no static mapping for it
  * unless RMForceStaticBar1=1 is set for that GPU. */
 static void bar1_as_large_as_vram(ctx *c, const bar1_view *x, long long bar1, long long vram)
 {
@@ -1400,7 +1442,7 @@ static void bar1_as_large_as_vram(ctx *c, const bar1_view *x, long long bar1, lo
                "mapping and no BAR1 P2P",
             x->label, bar1, vram, v ? "in this driver" : "from driver 565 on");
     FIX(f, "opt in for this GPU: build.sh install <tag> --force-static-bar1 %s (RMForceStaticBar1=1 for it alone; "
-           "refused for a display GPU; README: Mixed boxes), or, for a GPU that drivers 535-560 support (not RTX "
+           "refused for a display GPU; docs/how-it-works.md, Mixed boxes), or, for a GPU that drivers 535-560 support (not RTX "
            "50), one of those, whose check fits it",
         x->busid[0] ? x->busid : "<its PCI address>");
     f_ev(f, &x->bar1->ev);
@@ -1544,7 +1586,7 @@ static void rule_bar1(ctx *c)
 }
 
 /* Where the driver puts the static BAR1 mapping of a GPU whose console stays in
- * BAR1 (README: Mixed boxes, from the source): above the console, off RM's 512 MiB
+ * BAR1 (docs/how-it-works.md, Mixed boxes, from the source): above the console, off RM's 512 MiB
  * peer-mapping alignment (upstream 535 and 570-575: 1), or where it works (545-565,
  * 580 and later, and 535 and 570-575 with this project's p2p-0008: 0); -1 when the
  * driver version is unknown. */
@@ -1595,7 +1637,7 @@ static void rule_display(ctx *c)
         if (placed == 1)
             SUMMARY(f, "%s %s: in drivers 535 and 570-575 without build.sh's modules (patch p2p-0008), RM keeps "
                        "the console at the bottom of BAR1 and puts the static BAR1 mapping above it, off the 512 MiB "
-                       "alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (README: Mixed "
+                       "alignment its peer mapping needs, so BAR1 P2P with this GPU likely fails (docs/how-it-works.md, Mixed "
                        "boxes)",
                     lab, what);
         else if (placed == 0)

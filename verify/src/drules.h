@@ -83,6 +83,8 @@ typedef struct {
     char module_version[24];
     const char *module_version_src;
     int ours; /* 1 the loaded module is nvidia-p2p's, 0 not, -1 unknown */
+    char p2p_pending[24]; /* nvidia-p2p-dkms's version when it is installed and another version of the
+                             open module is loaded, no other kernel module package beside it; "" else */
     int unverified; /* pairs seen with P2P whose data no output checked */
     int works_now;  /* every one of these ordered pairs is OK in topo -p2p r and w (the loaded
                        driver gives them P2P) and nothing blocks it; 0 otherwise */

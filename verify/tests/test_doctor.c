@@ -707,6 +707,31 @@ static void t_setpci(void)
     if (m->nsetpci == 2)
         CHECK(!strcmp(m->setpci[1].busid, "0000:02:10.0") && m->setpci[1].value == 0);
     dr_model_free(m);
+    /* real pastes (test/fixtures/field-reports 88, 89): setpci -v's writes "BDF (ecap 000d @2a0) @2a6 0000"
+     * are writes, a line cut before its value is not read; a write in "for VAR in BDF...; do" goes to each
+     * device listed, with $VAR, "$VAR" or ${VAR}; a loop over anything but addresses records nothing */
+    m = parse1("setpci.txt", "sudo bash ./acs.sh\n0000:00:07.1 (ecap 000d @2a0) @2a6 0000\n"
+                             "0000:c0:08.1 (ecap 000d @2a0) @2a6 0000\n0000:c3:00.0 (ecap 000d @2a0)\n");
+    CHECK_INT(m->nsetpci, 2);
+    if (m->nsetpci == 2)
+        CHECK(m->setpci[1].write && m->setpci[1].value == 0 && m->setpci[1].cap_off == 0x2a0 &&
+              m->setpci[1].reg == 6 && !strcmp(m->setpci[1].busid, "0000:c0:08.1"));
+    CHECK(m->files[0].kinds & DR_K_SETPCI);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "  for bdf in 00:03.1 00:03.2 20:01.1 22:03.0; do\n"
+                             "      sudo setpci -s \"$bdf\" ECAP_ACS+6.w=0000\n  done\n"
+                             "$ for x in 41:00.0; do setpci -s ${x} ecap_acs+6.w=0; done\n"
+                             "$ sudo setpci -s \"$bdf\" ECAP_ACS+6.w=0000\n"
+                             "$ for b in $(lspci -d 10b5: | cut -c1-7); do setpci -s $b f2a.w=0000; done\n");
+    CHECK_INT(m->nsetpci, 5);
+    if (m->nsetpci == 5) {
+        CHECK_STR(m->setpci[0].busid, "0000:00:03.1");
+        CHECK_STR(m->setpci[3].busid, "0000:22:03.0");
+        CHECK(m->setpci[3].write && m->setpci[3].acs && m->setpci[3].value == 0 && m->setpci[3].ev.line == 2);
+        CHECK_STR(m->setpci[4].busid, "0000:41:00.0");
+    }
+    CHECK(m->files[0].kinds & DR_K_SETPCI);
+    dr_model_free(m);
     /* onto the bridges: a raw offset counts where lspci gave the ACS capability's offset */
     diag(0, NULL, "lspci.txt",
          "02:18.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Port PCI Express Gen 3 (8.0 GT/s) Switch\n"
@@ -752,6 +777,27 @@ static void t_lstree(void)
     CHECK(root >= 0 && m->bridges[root].type == 1 && m->bridges[root].sec == 0x41 && m->bridges[root].sub == 0x41);
     CHECK(sw >= 0 && m->bridges[sw].type != 1 && m->bridges[sw].sec == 3);
     CHECK(up >= 0 && m->bridges[up].sec == 2 && m->bridges[up].sub == 5);
+    dr_model_free(m);
+    /* a real paste (field report 90): lspci -t without names, indented, its stored copy starting inside a
+     * root's branch: the lines before the first root are no root's; the root after them is read */
+    m = parse1("lspci.txt", "     |           +-08.2-[84]----00.0\n"
+                            "     |           \\-08.3-[85]----00.0\n"
+                            "     \\-[0000:c0]-+-00.0\n"
+                            "                 +-01.1-[c1]--+-00.0\n"
+                            "                 |            \\-00.1\n"
+                            "                 \\-08.1-[c3]--+-00.0\n"
+                            "                              \\-00.2\n"
+                            "\n    # lspci -vvv -s 0000:81:00.0  (GPU function: LnkCap/LnkSta/ACSCap/ACSCtl)\n"
+                            "                    LnkSta: Speed 2.5GT/s (downgraded), Width x16\n");
+    CHECK_INT(m->ngpus, 0);
+    CHECK(m->files[0].kinds & DR_K_LSPCIT);
+    root = -1;
+    for (int i = 0; i < m->nbridges; i++) {
+        CHECK(strncmp(m->bridges[i].busid, "0000:80:", 8) != 0 && strncmp(m->bridges[i].busid, "0000:00:", 8) != 0);
+        if (!strcmp(m->bridges[i].busid, "0000:c0:01.1"))
+            root = i;
+    }
+    CHECK(root >= 0 && m->bridges[root].type == 1 && m->bridges[root].sec == 0xc1);
     dr_model_free(m);
     /* a name wrapped by the terminal does not end the tree; the next output after it is not the tree's */
     m = parse1("tree.txt",
