@@ -6,7 +6,7 @@
 
 #include "fmt.h"
 #include "json.h"
-#include "limits.h"
+#include "linklimits.h"
 #include "ncclparse.h"
 #include "options.h"
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "host.h"
 #include "kernels.h"
 #include "report.h"
 

@@ -1,6 +1,7 @@
-/* limits.h - theoretical link limits (pure C). */
-#ifndef P2PV_LIMITS_H
-#define P2PV_LIMITS_H
+/* linklimits.h - theoretical link limits (pure C). The name is not limits.h:
+ * that would hide <limits.h> from a unit whose include path holds common/. */
+#ifndef P2PV_LINKLIMITS_H
+#define P2PV_LINKLIMITS_H
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "host.h"
 #include "kernels.h"
 #include "pattern.h"
 #include "report.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "limits.h"
+#include "host.h"
+#include "linklimits.h"
 #include "proc.h"
 #include "sysparse.h"
 

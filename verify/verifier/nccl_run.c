@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "host.h"
 #include "kernels.h"
 #include "ncclparse.h"
 #include "proc.h"
@@ -56,13 +56,6 @@ typedef struct {
     int (*memAlloc)(void **, size_t); /* NCCL >= 2.19; nccl-tests allocates with it */
     int (*memFree)(void *);
 } pv_ncclapi;
-
-double pv_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------------ child */
 

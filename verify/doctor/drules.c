@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "dparse.h"
-#include "limits.h"
+#include "linklimits.h"
 #include "sysparse.h"
 
 const char *const dr_finding_ids[] = {
@@ -1895,7 +1895,7 @@ static void verdicts(ctx *c)
 /* ------------------------------------------------------------ symptoms */
 
 /* Compute capability by the GPU's name, for NVLink's per-link rate (the
- * figures of limits.c); 0 when the name does not tell. */
+ * figures of linklimits.c); 0 when the name does not tell. */
 static int cc_of_name(const char *name, int *minor)
 {
     static const struct {
@@ -1925,7 +1925,7 @@ static void gpu_as_pv(const dr_gpu *x, pv_gpu *g)
 }
 
 /* The limit of the link P2P between a and b uses, as p2p-verify computes it
- * (limits.c; GB/s per direction): its own figure where its output was read,
+ * (linklimits.c; GB/s per direction): its own figure where its output was read,
  * else NVLink's links x the generation's per-link rate, else the slower of
  * the two PCIe links; -1 unknown.  desc names it. */
 static double pair_limit(ctx *c, int a, int b, char *desc, size_t dlen)

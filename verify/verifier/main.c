@@ -1,43 +1,15 @@
 /* main.c - p2p-verify: does GPU peer-to-peer really work, byte for byte, and how fast? */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "host.h"
 #include "options.h"
 #include "report.h"
 #include "verdict.h"
-
-int pv_verbose = 0;
-static double g_t0;
-
-void pv_log(const char *fmt, ...)
-{
-    if (!pv_verbose)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[p2p-verify %6.2fs] ", pv_now_s() - g_t0);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-int pv_cuda_fail(pv_results *r, cudaError_t e, const char *what, const char *file, int line)
-{
-    if (!r->cuda_error) {
-        r->cuda_error = 1;
-        const char *base = strrchr(file, '/');
-        snprintf(r->cuda_error_msg, sizeof r->cuda_error_msg, "%.200s failed: %s (%s) at %s:%d", what,
-                 cudaGetErrorName(e), cudaGetErrorString(e), base ? base + 1 : file, line);
-    }
-    pv_log("CUDA error: %s", r->cuda_error_msg);
-    return -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -69,8 +41,7 @@ int main(int argc, char **argv)
             fputs(pv_help_text(), stdout);
         return 0;
     }
-    pv_verbose = o.verbose;
-    g_t0 = pv_now_s();
+    pv_log_start(o.verbose);
 
     pv_results *r = malloc(sizeof *r);
     if (!r) {
@@ -132,7 +103,7 @@ int main(int argc, char **argv)
         else
             snprintf(r->nccl.reason, sizeof r->nccl.reason, "not run after a CUDA error");
     }
-    r->elapsed_s = pv_now_s() - g_t0;
+    r->elapsed_s = pv_elapsed_s();
 
     pv_verdict v;
     pv_compute_verdict(r, &v);

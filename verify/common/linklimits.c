@@ -1,5 +1,5 @@
-/* limits.c - PCIe / NVLink theoretical limits (pure C). */
-#include "limits.h"
+/* linklimits.c - PCIe / NVLink theoretical limits (pure C). */
+#include "linklimits.h"
 
 #include <stdio.h>
 #include <stdlib.h>
