@@ -21,6 +21,9 @@
 #       the conffile /etc/modprobe.d/nvidia-p2p.conf) removes that conffile
 #       (dpkg-maintscript-helper rm_conffile), or keeps it as .dpkg-bak
 #       when it was changed, and says so.
+# Bad input, each from a copy of the bookworm machine (see the section
+# below): (d) a repository whose signature fails, (e) ours of another tag
+# than the installed driver, (f) an interrupted dpkg run.
 #
 # Our packages are stand-ins made by the package's own deb_tree
 # (package_standin: control file, maintainer scripts, conffiles, dkms.conf;
@@ -35,7 +38,8 @@
 # chroot and apt's downloads between runs). Each of these, or a suite's
 # driver at a version versions.conf does not list, SKIPs with the reason.
 # Time here (2 cores shared with builds): the chroot 30 s, the bookworm
-# machine 1-2 min, each move to trixie 3 min, the rest under a minute.
+# machine 1-2 min, each move to trixie 3 min, (d) 20 s, the rest under a
+# minute.
 
 load ../test_helper
 load debian_pkg
@@ -380,4 +384,294 @@ bookworm_machine() {
   step layout apt purge nvidia-p2p-dkms
   assert_success
   assert_file_not_exist "${root}/${conf}.dpkg-bak"
+}
+
+# --- bad input (issue 27) --------------------------------------------------
+# Each from a copy of the bookworm machine (driver OLD, ours OLD-1 from
+# repo-old, DKMS: nvidia-p2p/OLD added), with apt's own messages kept in
+# U_DIR/<name>.* and printed when a test fails:
+#   (d) a repository whose signature fails (InRelease altered after
+#       signing; signed by a key the client does not have; not signed):
+#       apt-get update errors, the lists of before stay, nothing of ours
+#       changes;
+#   (e) ours of NEW offered where nvidia-driver is OLD (no nvidia-driver of
+#       NEW in bookworm): apt keeps it back, will only take it by removing
+#       the driver, and with --no-remove refuses; nothing changes;
+#   (f) an interrupted dpkg run (our postinst fails; dpkg killed in our
+#       postinst; dpkg --unpack alone): dpkg --configure -a finishes it,
+#       DKMS has the module added once, nothing is left half-done.
+
+# dkms_state NAME: what DKMS and the module trees hold in chroot NAME
+# (dkms status, the files of /var/lib/dkms, /lib/modules and our /usr/src),
+# and what dpkg has left unfinished (dpkg --audit, its journal).
+dkms_state() {
+  # shellcheck disable=SC2016 # expanded in the chroot
+  run inside "$1" bash -c 'set -euo pipefail
+    echo "dkms status:"; dkms status
+    echo "files:"; { find /var/lib/dkms /lib/modules /usr/src -path "*nvidia*" 2>/dev/null || true; } | LC_ALL=C sort
+    echo "audit:"; dpkg --audit || true
+    echo "journal:"; find /var/lib/dpkg/updates -type f'
+}
+
+# consistent NAME VERSION: in chroot NAME, ours is configured at VERSION
+# (OLD-1, OLD-2), DKMS has nvidia-p2p/OLD added (and built nothing), dpkg
+# has nothing unfinished and apt no broken dependency.
+consistent() {
+  packages "$1"
+  assert_line "nvidia-p2p-dkms ii $2"
+  assert_line --regexp "^nvidia-driver ii ${OLD//./\\.}-"
+  dkms_state "$1"
+  assert_success
+  assert_line --index 1 "nvidia-p2p/${OLD}: added"
+  assert_line "/var/lib/dkms/nvidia-p2p/${OLD}/source"
+  assert_line "/usr/src/nvidia-p2p-${OLD}/dkms.conf"
+  refute_output --partial "${NEW}"
+  # dpkg --audit and dpkg's journal empty
+  assert_output --regexp $'\naudit:\njournal:$'
+
+  no_dkms_build "$1"
+  step "$1" apt check
+  assert_success
+}
+
+# bad_repo NAME HOW: U_DIR/NAME, repo-new (ours of OLD and NEW) whose
+# signature fails: HOW tampered (InRelease and Release changed after
+# signing), otherkey (signed by a new key), unsigned (no InRelease, no
+# Release.gpg).
+bad_repo() {
+  local d="${U_DIR}/$1" rel
+  rm -rf -- "${d}"
+  case $2 in
+  otherkey)
+    rm -rf -- "${U_DIR}/gnupg-other"
+    mkdir -m 0700 "${U_DIR}/gnupg-other"
+    GNUPGHOME="${U_DIR}/gnupg-other" "${REPO_ROOT}/build.sh" --cache-dir "${U_DIR}/build-cache" repo "${d}" \
+      "${U_DIR}/debs/nvidia-p2p-dkms_${OLD}-1_amd64.deb" "${U_DIR}/debs/nvidia-p2p-dkms_${NEW}-1_amd64.deb" \
+      --generate-key --url file:/srv/p2p >/dev/null 2>&1
+    GNUPGHOME="${U_DIR}/gnupg-other" gpgconf --kill gpg-agent >/dev/null 2>&1 || true
+    ;;
+  tampered)
+    cp -a "${U_DIR}/repo-new" "${d}"
+    rel="${d}/dists/stable"
+    sed -i 's/^Origin: nvidia-p2p$/Origin: nvidia-p2q/' "${rel}/InRelease" "${rel}/Release"
+    grep -q '^Origin: nvidia-p2q$' "${rel}/InRelease"
+    ;;
+  unsigned)
+    cp -a "${U_DIR}/repo-new" "${d}"
+    rm -- "${d}/dists/stable/InRelease" "${d}/dists/stable/Release.gpg"
+    ;;
+  esac
+}
+
+@test "(d) a repository whose signature fails: apt-get update warns (errors with --error-on=any, or with no lists of before), keeps the lists of before; nothing of ours changes" {
+  bookworm_machine
+  local root="${U_DIR}/chroots/sig" fresh="${U_DIR}/chroots/sigfresh" how before
+  machine sig bookworm repo-old
+  machine sigfresh base repo-old
+  dkms_state sig
+  before=${output}
+  for how in tampered otherkey unsigned; do
+    bad_repo "repo-${how}" "${how}"
+    # the clients keep their keyring (repo-old's key); the repository changes
+    printf '%s\n' "repo-${how}" >"${root}.repo"
+    printf '%s\n' "repo-${how}" >"${fresh}.repo"
+    # with the lists of an update before: a warning, exit 0, those lists stay
+    run inside sig apt-get -q update
+    printf '%s\n' "${output}" >"${U_DIR}/sig.${how}"
+    case ${how} in
+    tampered)
+      assert_success
+      assert_line --regexp "^W: An error occurred during the signature verification\. The repository is not updated and the previous index files will be used\. GPG error: file:/srv/p2p stable InRelease: The following signatures were invalid: BADSIG [0-9A-F]{16} "
+      ;;
+    otherkey)
+      assert_success
+      assert_line --regexp "^W: An error occurred during the signature verification\. The repository is not updated and the previous index files will be used\. GPG error: file:/srv/p2p stable InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY [0-9A-F]{16}$"
+      ;;
+    unsigned)
+      assert_failure 100
+      assert_line "E: The repository 'file:/srv/p2p stable Release' is no longer signed."
+      ;;
+    esac
+    # --error-on=any: an error (exit 100)
+    run inside sig apt-get -q --error-on=any update
+    printf '%s\n' "${output}" >"${U_DIR}/sig.${how}.error-on"
+    assert_failure 100
+    [[ ${how} == unsigned ]] || assert_line --regexp "^E: Failed to fetch file:/srv/p2p/dists/stable/InRelease  The following signatures "
+    # no lists before (a new machine): an error
+    run inside sigfresh apt-get -q update
+    printf '%s\n' "${output}" >"${U_DIR}/sigfresh.${how}"
+    printf 'status %s\n' "${status}" >>"${U_DIR}/sigfresh.${how}"
+    assert_failure 100
+    case ${how} in
+    tampered | otherkey) assert_line --regexp "^E: The repository 'file:/srv/p2p stable InRelease' is not signed\.$" ;;
+    unsigned) assert_line --regexp "^E: The repository 'file:/srv/p2p stable Release' is not signed\.$" ;;
+    esac
+    run inside sigfresh apt-get -q -s install nvidia-p2p-dkms
+    assert_failure 100
+    assert_line "E: Unable to locate package nvidia-p2p-dkms"
+    assert_file_not_exist "${fresh}/usr/src/nvidia-p2p-${OLD}"
+    assert_file_not_exist "${fresh}/var/lib/dkms"
+    # the lists of repo-old stay: ours of NEW is not seen, nothing to do
+    run inside sig apt-cache policy nvidia-p2p-dkms
+    assert_line --regexp "^  Candidate: ${OLD//./\\.}-1$"
+    refute_output --partial "${NEW}"
+    step sig apt full-upgrade
+    assert_success
+    assert_line --regexp '^0 upgraded, 0 newly installed, 0 to remove'
+    run inside sig apt-get -q -s install "nvidia-p2p-dkms=${NEW}-1"
+    assert_failure 100
+    assert_line "E: Version '${NEW}-1' for 'nvidia-p2p-dkms' was not found"
+    consistent sig "${OLD}-1"
+    dkms_state sig
+    assert_equal "${output}" "${before}"
+  done
+}
+
+@test "(e) ours of trixie's version offered on bookworm (nvidia-driver of the old one): apt keeps it back, takes it only by removing the driver, refuses with --no-remove; nothing changes" {
+  bookworm_machine
+  local before
+  machine tag bookworm repo-new
+  dkms_state tag
+  before=${output}
+  run inside tag apt-get -q update
+  assert_success
+  run inside tag apt-cache policy nvidia-p2p-dkms
+  assert_line --regexp "^  Candidate: ${NEW//./\\.}-1$"
+  # apt-get upgrade: kept back
+  step tag apt upgrade
+  assert_success
+  printf '%s\n' "${output}" >"${U_DIR}/tag.upgrade"
+  assert_line "The following packages have been kept back:"
+  assert_line --regexp '^  nvidia-p2p-dkms$'
+  assert_line --regexp '^0 upgraded, 0 newly installed, 0 to remove and 1 not upgraded\.$'
+  # apt-get install: only by removing the driver (simulated)
+  run inside tag apt-get -q -s install nvidia-p2p-dkms
+  assert_success
+  printf '%s\n' "${output}" >"${U_DIR}/tag.install-s"
+  assert_line --regexp "^Remv nvidia-driver \[${OLD//./\\.}-"
+  assert_line --regexp "^Inst nvidia-p2p-dkms \[${OLD//./\\.}-1\] \(${NEW//./\\.}-1 "
+  # --no-remove: refused
+  run inside tag env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-remove install nvidia-p2p-dkms
+  printf '%s\n' "${output}" >"${U_DIR}/tag.install-no-remove"
+  assert_failure 100
+  assert_line "E: Packages need to be removed but remove is disabled."
+  consistent tag "${OLD}-1"
+  dkms_state tag
+  assert_equal "${output}" "${before}"
+  # apt-get -y install: apt does it, the userspace of OLD stays beside ours
+  # of NEW (nothing in ours depends on the driver's version)
+  step tag apt install nvidia-p2p-dkms
+  assert_success
+  printf '%s\n' "${output}" >"${U_DIR}/tag.install"
+  assert_line --regexp "^Removing nvidia-driver \(${OLD//./\\.}-"
+  assert_line --regexp "^Setting up nvidia-p2p-dkms \(${NEW//./\\.}-1\)"
+  packages tag
+  assert_line "nvidia-p2p-dkms ii ${NEW}-1"
+  assert_line --regexp "^nvidia-driver (rc|un) "
+  assert_line --regexp "^nvidia-kernel-support ii ${OLD//./\\.}-"
+  dkms_state tag
+  printf '%s\n' "${output}" >"${U_DIR}/tag.install.state"
+  assert_line --index 1 "nvidia-p2p/${NEW}: added"
+  refute_output --partial "nvidia-p2p/${OLD}"
+  refute_output --partial "nvidia-p2p-${OLD}"
+  assert_output --regexp $'\naudit:\njournal:$'
+  no_dkms_build tag
+}
+
+# package_standin_failing TAG OUT: nvidia-p2p-dkms_TAG-2_amd64.deb in OUT,
+# package_standin's, whose postinst, after its work and before its exit 0,
+# exits 1 when /tmp/nvidia-p2p-fail exists, or kills dpkg (its parent)
+# when that file says "kill". Prints its path.
+package_standin_failing() {
+  local tag=$1 out=$2
+  (
+    # shellcheck source=build.sh
+    source "${REPO_ROOT}/build.sh"
+    versions_load
+    [[ -n ${V_FAMILY[${tag}]:-} ]] || exit 3
+    P2P_WORK_DIR=$(mktemp -d)
+    P2P_REVISION=2
+    mkdir -p "$(payload_dir "${tag}")"
+    write_dkms_conf "${tag}" >"$(payload_dir "${tag}")/dkms.conf"
+    local d="${P2P_WORK_DIR}/deb"
+    deb_tree "${tag}" "${d}"
+    # shellcheck disable=SC2016 # the postinst's shell expands it
+    sed -i '$i\
+if [ -e /tmp/nvidia-p2p-fail ]; then\
+	if [ "$(cat /tmp/nvidia-p2p-fail)" = kill ]; then kill -9 "$PPID"; fi\
+	echo "nvidia-p2p-dkms: failing as the test asked" >&2\
+	exit 1\
+fi' "${d}/DEBIAN/postinst"
+    grep -q '^exit 0$' <(tail -n 1 "${d}/DEBIAN/postinst")
+    mkdir -p "${out}"
+    dpkg-deb --root-owner-group -Zxz --build "${d}" "${out}/$(deb_file "$(deb_version "${tag}")")" >/dev/null
+    rm -rf -- "${P2P_WORK_DIR}"
+    printf '%s\n' "${out}/$(deb_file "$(deb_version "${tag}")")"
+  )
+}
+
+@test "(f) an interrupted dpkg run (postinst fails, dpkg killed in postinst, unpack alone): dpkg --configure -a finishes it, DKMS consistent" {
+  bookworm_machine
+  local root="${U_DIR}/chroots/cut" deb how
+  deb=$(package_standin_failing "${OLD}" "${U_DIR}/debs")
+  machine cut bookworm repo-old
+  for how in fail kill; do
+    printf '%s\n' "${how}" >"${root}/tmp/nvidia-p2p-fail"
+    dpkg_i cut "${deb}"
+    printf '%s\n' "${output}" >"${U_DIR}/cut.${how}"
+    if [[ ${how} == fail ]]; then
+      assert_failure 1
+      assert_line "nvidia-p2p-dkms: failing as the test asked"
+      assert_line --regexp "^dpkg: error processing package nvidia-p2p-dkms \(--install\):$"
+    else
+      assert_failure 137
+    fi
+    packages cut
+    assert_line "nvidia-p2p-dkms iF ${OLD}-2"
+    dkms_state cut
+    printf '%s\n' "${output}" >"${U_DIR}/cut.${how}.state"
+    assert_line --index 1 "nvidia-p2p/${OLD}: added"
+    assert_line --regexp "^The following packages are only half configured"
+    # apt's own word on it: dpkg's journal (kill) stops it before it does
+    # anything; a failed postinst is configured again with what apt does
+    if [[ ${how} == kill ]]; then
+      run inside cut env DEBIAN_FRONTEND=noninteractive apt-get -q -y install hello
+      printf '%s\n' "${output}" >"${U_DIR}/cut.${how}.apt"
+      assert_failure 100
+      assert_line --regexp "^E: dpkg was interrupted, you must manually run 'dpkg --configure -a' to correct the problem\."
+      assert_file_not_exist "${root}/usr/bin/hello"
+    else
+      run inside cut apt-get -q -s install hello
+      printf '%s\n' "${output}" >"${U_DIR}/cut.${how}.apt"
+      assert_success
+      assert_line "1 not fully installed or removed."
+      assert_line --regexp "^Conf nvidia-p2p-dkms \(${OLD//./\\.}-2 "
+    fi
+    rm -- "${root}/tmp/nvidia-p2p-fail"
+    run inside cut dpkg --configure -a
+    printf '%s\n' "${output}" >"${U_DIR}/cut.${how}.configure"
+    assert_success
+    assert_line --regexp "^Setting up nvidia-p2p-dkms \(${OLD//./\\.}-2\)"
+    consistent cut "${OLD}-2"
+    # back to OLD-1 for the next round
+    dpkg_i cut "${U_DIR}/debs/nvidia-p2p-dkms_${OLD}-1_amd64.deb"
+    assert_success
+  done
+  # dpkg --unpack alone: OLD-1's prerm took the registration away, the
+  # files are in; dpkg --configure -a adds the module again
+  cp "${deb}" "${root}/tmp/"
+  run inside cut dpkg --unpack "/tmp/${deb##*/}"
+  assert_success
+  packages cut
+  assert_line "nvidia-p2p-dkms iU ${OLD}-2"
+  dkms_state cut
+  printf '%s\n' "${output}" >"${U_DIR}/cut.unpack.state"
+  assert_line --regexp "^The following packages have been unpacked but not yet configured"
+  # OLD-1's prerm took the module out of DKMS; the files are in /usr/src
+  assert_line --index 1 "files:"
+  assert_line "/usr/src/nvidia-p2p-${OLD}/dkms.conf"
+  run inside cut dpkg --configure -a
+  printf '%s\n' "${output}" >"${U_DIR}/cut.unpack.configure"
+  assert_success
+  consistent cut "${OLD}-2"
 }
