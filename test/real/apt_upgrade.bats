@@ -583,31 +583,20 @@ bad_repo() {
 # exits 1 when /tmp/nvidia-p2p-fail exists, or kills dpkg (its parent)
 # when that file says "kill". Prints its path.
 package_standin_failing() {
-  local tag=$1 out=$2
-  (
-    # shellcheck source=build.sh
-    source "${REPO_ROOT}/build.sh"
-    versions_load
-    [[ -n ${V_FAMILY[${tag}]:-} ]] || exit 3
-    P2P_WORK_DIR=$(mktemp -d)
-    P2P_REVISION=2
-    mkdir -p "$(payload_dir "${tag}")"
-    write_dkms_conf "${tag}" >"$(payload_dir "${tag}")/dkms.conf"
-    local d="${P2P_WORK_DIR}/deb"
-    deb_tree "${tag}" "${d}"
-    # shellcheck disable=SC2016 # the postinst's shell expands it
-    sed -i '$i\
+  package_standin "$1" "$2" 2 failing_postinst
+}
+
+# failing_postinst DIR: the postinst of package_standin's tree DIR fails as
+# package_standin_failing says.
+failing_postinst() {
+  # shellcheck disable=SC2016 # the postinst's shell expands it
+  sed -i '$i\
 if [ -e /tmp/nvidia-p2p-fail ]; then\
 	if [ "$(cat /tmp/nvidia-p2p-fail)" = kill ]; then kill -9 "$PPID"; fi\
 	echo "nvidia-p2p-dkms: failing as the test asked" >&2\
 	exit 1\
-fi' "${d}/DEBIAN/postinst"
-    grep -q '^exit 0$' <(tail -n 1 "${d}/DEBIAN/postinst")
-    mkdir -p "${out}"
-    dpkg-deb --root-owner-group -Zxz --build "${d}" "${out}/$(deb_file "$(deb_version "${tag}")")" >/dev/null
-    rm -rf -- "${P2P_WORK_DIR}"
-    printf '%s\n' "${out}/$(deb_file "$(deb_version "${tag}")")"
-  )
+fi' "$1/DEBIAN/postinst"
+  grep -q '^exit 0$' <(tail -n 1 "$1/DEBIAN/postinst")
 }
 
 @test "(f) an interrupted dpkg run (postinst fails, dpkg killed in postinst, unpack alone): dpkg --configure -a finishes it, DKMS consistent" {

@@ -72,26 +72,31 @@ apt_local() {
   apt-get "${APT_OPTS[@]}" -q update >"${a}/update.log" 2>&1 || { cat "${a}/update.log" && return 1; }
 }
 
-# package_standin TAG OUT: nvidia-p2p-dkms_TAG-1_amd64.deb in OUT as
-# `build.sh package` writes it (deb_tree: control file, maintainer scripts,
-# the family's options in /usr/lib/modprobe.d/nvidia-p2p.conf, the install
-# lines in /usr/lib/modprobe.d/nvidia-p2p-load.conf, the depmod override as
+# package_standin TAG OUT [REVISION [EDIT]]: nvidia-p2p-dkms_TAG-REVISION_amd64.deb
+# (REVISION default 1) in OUT as `build.sh package` writes it (deb_tree:
+# control file, maintainer scripts, the family's options in
+# /usr/lib/modprobe.d/nvidia-p2p.conf, the install lines in
+# /usr/lib/modprobe.d/nvidia-p2p-load.conf, the depmod override as
 # conffile, dkms.conf),
 # but for the DKMS source: dkms.conf alone, no kernel-open, no objects. On a
 # machine without kernel headers its postinst's `dkms add` registers it and
-# nothing is built; no driver build is needed to make it. Prints its path
-# (status 3: TAG is not in versions.conf).
+# nothing is built; no driver build is needed to make it. EDIT, a function,
+# is called with the package tree before it is built (build.sh's functions
+# and variables at hand). Prints its path (status 3: TAG is not in
+# versions.conf).
 package_standin() {
-  local tag=$1 out=$2
+  local tag=$1 out=$2 revision=${3:-1} edit=${4:-}
   (
     # shellcheck source=build.sh
     source "${REPO_ROOT}/build.sh"
     versions_load
     [[ -n ${V_FAMILY[${tag}]:-} ]] || exit 3
     P2P_WORK_DIR=$(mktemp -d)
+    P2P_REVISION=${revision}
     mkdir -p "$(payload_dir "${tag}")"
     write_dkms_conf "${tag}" >"$(payload_dir "${tag}")/dkms.conf"
     deb_tree "${tag}" "${P2P_WORK_DIR}/deb"
+    [[ -z ${edit} ]] || "${edit}" "${P2P_WORK_DIR}/deb"
     mkdir -p "${out}"
     dpkg-deb --root-owner-group -Zxz --build "${P2P_WORK_DIR}/deb" "${out}/$(deb_file "$(deb_version "${tag}")")" >/dev/null
     rm -rf -- "${P2P_WORK_DIR}"
@@ -104,27 +109,19 @@ package_standin() {
 # options in the conffile /etc/modprobe.d/nvidia-p2p.conf, no preinst or
 # postrm, no rm_conffile in postinst (package_standin's tree, moved back).
 package_standin_old_layout() {
-  local tag=$1 out=$2
-  (
-    # shellcheck source=build.sh
-    source "${REPO_ROOT}/build.sh"
-    versions_load
-    [[ -n ${V_FAMILY[${tag}]:-} ]] || exit 3
-    P2P_WORK_DIR=$(mktemp -d)
-    P2P_REVISION=0
-    mkdir -p "$(payload_dir "${tag}")"
-    write_dkms_conf "${tag}" >"$(payload_dir "${tag}")/dkms.conf"
-    local d="${P2P_WORK_DIR}/deb"
-    deb_tree "${tag}" "${d}"
-    mkdir -p "${d}/etc/modprobe.d"
-    mv "${d}/${PKG_MODPROBE_OPTS}" "${d}${PKG_OLD_CONFFILE}"
-    printf '%s\n/etc/depmod.d/nvidia-p2p.conf\n' "${PKG_OLD_CONFFILE}" >"${d}/DEBIAN/conffiles"
-    rm -f "${d}/DEBIAN/preinst" "${d}/DEBIAN/postrm"
-    sed -i '/dpkg-maintscript-helper/d' "${d}/DEBIAN/postinst"
-    (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
-    mkdir -p "${out}"
-    dpkg-deb --root-owner-group -Zxz --build "${d}" "${out}/$(deb_file "$(deb_version "${tag}")")" >/dev/null
-    rm -rf -- "${P2P_WORK_DIR}"
-    printf '%s\n' "${out}/$(deb_file "$(deb_version "${tag}")")"
-  )
+  package_standin "$1" "$2" 0 old_layout
+}
+
+# old_layout DIR: package_standin's tree DIR moved back to the layout before
+# the options left the conffiles. It runs in package_standin's subshell,
+# where build.sh defines the PKG_ names.
+old_layout() {
+  # shellcheck disable=SC2031 # set by build.sh in this same subshell
+  local d=$1 opts=${PKG_MODPROBE_OPTS} old=${PKG_OLD_CONFFILE}
+  mkdir -p "${d}/etc/modprobe.d"
+  mv "${d}/${opts}" "${d}${old}"
+  printf '%s\n/etc/depmod.d/nvidia-p2p.conf\n' "${old}" >"${d}/DEBIAN/conffiles"
+  rm -f "${d}/DEBIAN/preinst" "${d}/DEBIAN/postrm"
+  sed -i '/dpkg-maintscript-helper/d' "${d}/DEBIAN/postinst"
+  (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
 }
