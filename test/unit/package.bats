@@ -321,10 +321,34 @@ debian_apt() {
   assert_line "nvidia-p2p-dkms: initial-upload-closes-no-bugs *"
   assert_line "nvidia-p2p-dkms: obsolete-command-in-modprobe.d-file install [usr/lib/modprobe.d/nvidia-p2p-load.conf]"
   refute_output --partial "[etc/modprobe.d/"
+  assert_line "nvidia-p2p-dkms: maintainer-script-should-not-use-dpkg-maintscript-helper *"
   run grep -c '^#' "${x}/usr/share/lintian/overrides/nvidia-p2p-dkms"
-  assert_output 6
+  assert_output 10
   run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | awk 'length > 80 && !/^ -- /' | wc -l"
   assert_output 0
+}
+
+@test "the real lintian: no error or warning (the chroot test runs it on a real tag's package too)" {
+  command -v lintian >/dev/null || skip "lintian not installed (ci/deps.sh installs it)"
+  package
+  assert_success
+  # upstream's COPYING, whose notice the copyright file takes (the fixture
+  # has none)
+  printf 'MIT:\n\n    Copyright (c) 2021 NVIDIA CORPORATION & AFFILIATES. All rights reserved.\n' \
+    >"${WORK}/${FIXTURE_TAG}/patched/COPYING"
+  package
+  assert_success
+  run lintian --fail-on error,warning "${DEB}"
+  assert_success
+  refute_output --regexp '^[EW]: '
+  # the check bites: a description line over 80 columns is a warning
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  sed -i -E 's/^( \.)$/ '"$(printf 'w%.0s' {1..81})"'\n\1/' "${x}/DEBIAN/control"
+  dpkg-deb --root-owner-group --build "${x}" "${BATS_TEST_TMPDIR}/long.deb" >/dev/null
+  run lintian --fail-on error,warning "${BATS_TEST_TMPDIR}/long.deb"
+  assert_failure
+  assert_output --partial "extended-description-line-too-long"
 }
 
 @test "the maintainer scripts hand the build to DKMS and are valid sh" {
