@@ -48,20 +48,10 @@
 # line per step; exit 0 when all pass, 1 when one fails, 2 usage.
 set -euo pipefail
 
-FAILED=0
-
-# step NAME CMD...: run CMD, its output into the log; PASS or FAIL NAME.
-step() {
-  local name=$1
-  shift
-  printf '== %s\n' "${name}" >>/tmp/debian-userspace.log
-  if "$@" >>/tmp/debian-userspace.log 2>&1; then
-    printf 'PASS %s\n' "${name}"
-  else
-    printf 'FAIL %s\n' "${name}"
-    FAILED=1
-  fi
-}
+STEP_LOG=/tmp/debian-userspace.log
+# step, check_modules, loads_ours, loads_stock
+# shellcheck source=ci/chroot-checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 
 # more_components: the chroot's release suite again with contrib, non-free
 # and non-free-firmware (Debian's NVIDIA packages and the GSP firmware); not
@@ -116,25 +106,6 @@ apt_clean_kept() {
   [[ -z ${more} ]]
 }
 
-# loads_ours: modprobe nvidia runs nvidia-p2p.conf's install line (with its
-# options) for every kernel; loads_stock: it does not.
-loads_ours() {
-  local k out
-  for k in /lib/modules/*; do
-    out=$(modprobe -S "${k##*/}" --show-depends nvidia)
-    printf '%s: %s\n' "${k##*/}" "${out}"
-    grep -q '^install modprobe -i nvidia [$]CMDLINE_OPTS .*NVreg_RegistryDwords=' <<<"${out}" || return 1
-  done
-}
-loads_stock() {
-  local k out
-  for k in /lib/modules/*; do
-    out=$(modprobe -S "${k##*/}" --show-depends nvidia)
-    printf '%s: %s\n' "${k##*/}" "${out}"
-    ! grep -q '^install modprobe -i nvidia [$]CMDLINE_OPTS' <<<"${out}" || return 1
-  done
-}
-
 # firmware TAG: the GSP firmware of TAG is on disk.
 firmware() { compgen -G "/lib/firmware/nvidia/$1/gsp_*.bin"; }
 
@@ -169,22 +140,11 @@ built_kernel() {
   printf '%s\n' "${k[0]}"
 }
 
-# dkms_modules TAG: DKMS built all five modules of TAG for the kernel with
-# headers (version, vermagic), and depmod picks them for modprobe nvidia.
+# dkms_modules TAG: DKMS's status, and check_modules TAG for the one kernel
+# with headers.
 dkms_modules() {
-  local tag=$1 kver m f deps
-  kver=$(built_kernel)
   dkms status -m nvidia-p2p
-  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
-    f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" 2>/dev/null | head -n 1)
-    [[ -n ${f} ]] || { echo "no ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
-    [[ "$(modinfo -F version "${f}")" == "${tag}" ]] || { echo "${f}: version $(modinfo -F version "${f}")" && return 1; }
-    [[ "$(modinfo -F vermagic "${f}")" == "${kver} "* ]] || { echo "${f}: vermagic $(modinfo -F vermagic "${f}")" && return 1; }
-    echo "${f}: version ${tag}, vermagic ${kver}"
-  done
-  deps=$(modprobe -S "${kver}" --ignore-install --show-depends nvidia)
-  printf '%s\n' "${deps}"
-  grep -q "/lib/modules/${kver}/updates/dkms/nvidia.ko" <<<"${deps}"
+  check_modules "$(built_kernel)" "$1"
 }
 
 # no_p2p_modules: nothing of nvidia-p2p is left in DKMS or the module trees.
@@ -196,7 +156,7 @@ no_p2p_modules() {
 steps() {
   local driver=$1 kmod=$2 tag=$3 deb=$4
   export DEBIAN_FRONTEND=noninteractive
-  : >/tmp/debian-userspace.log
+  : >"${STEP_LOG}"
   step "no kernel headers while ${kmod} is in (no DKMS build of Debian's modules)" bash -c "apt-get -y -q remove 'linux-headers-*' && ! compgen -G '/lib/modules/*/build/Makefile'"
   step "apt-get install ${driver} (${tag}, with ${kmod})" apt-get -y -q install "${driver}"
   step "${driver} and ${kmod} installed" bash -c "$(declare -f installed); installed ${driver} && installed ${kmod}"
@@ -217,7 +177,7 @@ steps() {
   step "no nvidia-p2p modules left (DKMS, updates/dkms)" no_p2p_modules
   step "apt-get check after purge" apt_clean
   step "modprobe nvidia is Debian's again" loads_stock
-  [[ ${FAILED} -eq 0 ]]
+  steps_passed
 }
 
 # --- upgrade paths ---------------------------------------------------------

@@ -14,20 +14,23 @@
 # namespace, it:
 #   1 removes the second kernel's headers (a kernel without headers)
 #   2 records the module trees' state (paths, modes, sha256 of each file)
-#   3 build.sh package TAG and TAG2; lintian on TAG's .deb
-#   4 build.sh repo: a signed apt repository of both (a new key); the
-#     chroot's apt gets its key and .sources, apt-get update with signature
-#     checking on
-#   5 apt-get install nvidia-p2p-dkms=TAG-1 from it: DKMS builds for the
+#   3 build.sh package TAG; lintian on its .deb
+#   4 build.sh install TAG --kernel K1 --no-userspace, then uninstall: the
+#     module trees are as in 2
+#   5 build.sh package TAG2; build.sh repo: a signed apt repository of both
+#     (a new key); the chroot's apt gets its key and .sources, apt-get
+#     update with signature checking on
+#   6 apt-get install nvidia-p2p-dkms=TAG-1 from it: DKMS builds for the
 #     first kernel; modules: version, vermagic, signature against DKMS's
 #     certificate, depmod picks them (modprobe --show-depends)
-#   6 installs the second kernel's headers again: DKMS's kernel hook builds
+#   7 installs the second kernel's headers again: DKMS's kernel hook builds
 #     for it; the same checks
-#   7 apt-get install nvidia-p2p-dkms: the upgrade to TAG2; DKMS removes TAG
+#   8 apt-get install nvidia-p2p-dkms: the upgrade to TAG2; DKMS removes TAG
 #     and builds TAG2 for both kernels; the same checks
-#   8 apt-get purge: the module trees are as in 2
-#   9 build.sh install TAG --kernel K1 --no-userspace, then uninstall: the
-#     module trees are as in 2
+#   9 apt-get remove of the first kernel (image, headers): DKMS's hook
+#     removes its modules, its initramfs goes; the second kernel keeps its
+#     modules, and its initramfs holds the package's modprobe.d files
+#  10 apt-get purge: the module trees are as in 2, less the first kernel's
 # Prints one "PASS|FAIL step (seconds)" line per step. Exit 0 when all pass,
 # 1 when one fails, 2 usage, 77 cannot run here (not root, no unshare).
 set -euo pipefail
@@ -46,7 +49,7 @@ main() {
     inside "$@"
     return
   fi
-  [[ $# -eq 5 ]] || { sed -n '2,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
+  [[ $# -eq 5 ]] || { sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
   local root=$1 tag=$2 cache=$3 work=$4 tag2=$5 repo
   [[ "$(id -u)" == 0 ]] || die 77 "needs root (mounts, chroot)"
   command -v unshare >/dev/null 2>&1 || die 77 "unshare is not installed (util-linux)"
@@ -70,28 +73,17 @@ inside() {
   # CCACHE_DIR: the cache's; steps() puts the chroot's compilers behind
   # ccache (ci/ccache-compilers.sh), so a rerun recompiles only what changed.
   exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
+    STEP_LOG_HOST="${work}/steps.log" \
     PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}" "${tag2}"
 }
 
-FAILED=0
 # Inside the chroot: where inside() bound the work directory.
 readonly IN_WORK=/lab/work
-
-# step NAME CMD...: run CMD, print PASS/FAIL with its time, output to the log.
-step() {
-  local name=$1 t0=${SECONDS} rc=0
-  shift
-  printf '== %s\n' "${name}" >>"${IN_WORK}/steps.log"
-  "$@" >>"${IN_WORK}/steps.log" 2>&1 || rc=$?
-  if [[ ${rc} -eq 0 ]]; then
-    printf 'PASS %s (%ss)\n' "${name}" $((SECONDS - t0))
-  else
-    printf 'FAIL %s (%ss, exit %s; see %s)\n' "${name}" $((SECONDS - t0)) "${rc}" "${LAB_WORK_HOST:-work}/steps.log"
-    FAILED=1
-  fi
-  return 0
-}
+STEP_LOG="${IN_WORK}/steps.log"
+# step, check_modules, runs_our_install (and lib/66-sign.sh)
+# shellcheck source=ci/chroot-checks.sh
+source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 
 # tree_state: paths, types, modes and link targets under the trees DKMS and
 # build.sh change, and each file's sha256; DKMS's signing key pair aside
@@ -106,29 +98,10 @@ tree_state() {
   find "${dirs[@]}" -type f ! -name mok.key ! -name mok.pub -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
 }
 
-# check_modules KVER TAG: DKMS's modules for KVER: all five, version TAG,
-# vermagic KVER, signed with DKMS's certificate, and the ones depmod picks.
-check_modules() {
-  local kver=$1 tag=$2 m f deps
-  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
-    f=$(find "/lib/modules/${kver}/updates/dkms" -maxdepth 1 -name "${m}.ko*" | head -n 1)
-    [[ -f ${f} ]] || { echo "missing ${m}.ko* in /lib/modules/${kver}/updates/dkms" && return 1; }
-    [[ "$(modinfo -F version "${f}")" == "${tag}" ]] || { echo "${f}: version $(modinfo -F version "${f}")" && return 1; }
-    [[ "$(modinfo -F vermagic "${f}")" == "${kver} "* ]] || { echo "${f}: vermagic $(modinfo -F vermagic "${f}")" && return 1; }
-    module_sig_verify "${f}" /var/lib/dkms/mok.pub || { echo "${f}: signature does not verify against /var/lib/dkms/mok.pub" && return 1; }
-    echo "${f}: version ${tag}, vermagic ${kver}, signer $(modinfo -F signer "${f}"), signature verified"
-  done
-  # (not tee /dev/stderr: reopening the step's log would truncate it)
-  # modprobe nvidia runs nvidia-p2p.conf's install line (modprobe -i nvidia,
-  # which wins over a distribution's redirect), with the family's options...
-  deps=$(modprobe -S "${kver}" --show-depends nvidia)
-  printf '%s\n' "${deps}"
-  grep -q "^install modprobe -i nvidia [$]CMDLINE_OPTS .*NVreg_RegistryDwords=" <<<"${deps}"
-  # ...and that loads DKMS's module: the one depmod picks
-  deps=$(modprobe -S "${kver}" --ignore-install --show-depends nvidia)
-  printf '%s\n' "${deps}"
-  grep -q "/updates/dkms/nvidia.ko" <<<"${deps}"
-  du -sh "/lib/modules/${kver}/updates/dkms"
+# dkms_modules KVER TAG: check_modules with DKMS's certificate, and
+# `modprobe nvidia` runs our install line.
+dkms_modules() {
+  check_modules "$1" "$2" "${DKMS_MOK_CERT}" && runs_our_install "$1"
 }
 
 # other_kernel K1: the newest kernel other than K1 whose headers are
@@ -198,11 +171,48 @@ only_version() {
   [[ -n ${st} ]] && ! grep -v -q "^nvidia-p2p/$1" <<<"${st}"
 }
 
+# kernel_gone GONE KEPT TAG: after the removal of kernel GONE's packages,
+# DKMS lists nothing for GONE, GONE has no module tree of ours and no
+# initramfs; KEPT still has DKMS's modules of TAG and its initramfs, which
+# holds the package's modprobe.d files (the trigger updated it).
+kernel_gone() {
+  local gone=$1 kept=$2 tag=$3 st list f
+  st=$(dkms status -m nvidia-p2p)
+  printf '%s\n' "${st}"
+  ! grep -q -F ", ${gone}, " <<<"${st}" || { echo "DKMS still lists ${gone}" && return 1; }
+  grep -q -F ", ${kept}, " <<<"${st}" || { echo "DKMS lists nothing for ${kept}" && return 1; }
+  [[ ! -e /lib/modules/${gone}/updates/dkms ]] || { ls -lR "/lib/modules/${gone}" && return 1; }
+  [[ ! -e /boot/initrd.img-${gone} ]] || { echo "/boot/initrd.img-${gone} is still there" && return 1; }
+  ls -l /boot /lib/modules
+  check_modules "${kept}" "${tag}" "${DKMS_MOK_CERT}" || return 1
+  list=$(lsinitramfs "/boot/initrd.img-${kept}") || return 1
+  for f in nvidia-p2p.conf nvidia-p2p-load.conf; do
+    grep -E "(^|/)lib/modprobe\.d/${f//./\\.}\$" <<<"${list}" || { echo "initrd.img-${kept} has no modprobe.d/${f}" && return 1; }
+  done
+}
+
+# after_purge GONE KEPT: KEPT's headers removed again (as at the start), the
+# module trees are those of the start less the removed kernel GONE's (its
+# module tree and headers).
+after_purge() {
+  local gone=$1 kept=$2
+  DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${kept}" >/dev/null
+  tree_state >"${IN_WORK}/state-now.txt"
+  diff -u <(without_kernel "${gone}" <"${IN_WORK}/state-before.txt") "${IN_WORK}/state-now.txt"
+}
+
+# without_kernel KVER: tree_state's lines on stdin, less those of KVER's
+# module tree and headers.
+without_kernel() {
+  awk -v m="/lib/modules/$1" -v h="/usr/src/linux-headers-$1" '
+    { p = (substr($0, 1, 1) == "/") ? $1 : $2 }
+    p == m || p == h || index(p, m "/") == 1 || index(p, h "/") == 1 { next }
+    { print }'
+}
+
 steps() {
   local tag=$1 tag2=$2 k1 k2 hdr2 deb repo="${IN_WORK}/repo"
-  # shellcheck source=lib/66-sign.sh
-  source /lab/repo/lib/66-sign.sh
-  : >"${IN_WORK}/steps.log"
+  : >"${STEP_LOG}"
   # K1: the oldest kernel whose image is installed (update-initramfs needs
   # one; bookworm's 6.12 headers now pull in their image too); K2: the newest
   # other one (the kernel update), whose headers come and go.
@@ -221,26 +231,28 @@ steps() {
   step "build.sh package ${tag}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag}" --out "${IN_WORK}/out"
   deb="${IN_WORK}/out/nvidia-p2p-dkms_${tag}-1_amd64.deb"
   step "lintian (errors and warnings fail; overrides in the package say why)" lintian --fail-on error,warning --info --display-info "${deb}"
+  step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes install "${tag}" --kernel "${k1}" --no-userspace
+  step "modules of ${k1} after build.sh install" dkms_modules "${k1}" "${tag}"
+  step "build.sh uninstall" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes uninstall
+  step "after uninstall the module trees are as before" same_state "${IN_WORK}/state-before.txt"
   step "build.sh package ${tag2}" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" package "${tag2}" --out "${IN_WORK}/out"
   step "build.sh repo: a signed apt repository of ${tag} and ${tag2}" make_repo "${repo}" "${deb}" "${IN_WORK}/out/nvidia-p2p-dkms_${tag2}-1_amd64.deb"
   step "apt source: the repository's key and .sources; apt-get update checks its signature" apt_source "${repo}"
   step "apt-get install nvidia-p2p-dkms=${tag}-1 from the repository (DKMS builds for ${k1})" env DEBIAN_FRONTEND=noninteractive apt-get install -y "nvidia-p2p-dkms=${tag}-1"
-  step "modules of ${k1}: version, vermagic, signature, depmod's choice" check_modules "${k1}" "${tag}"
+  step "modules of ${k1}: version, vermagic, signature, depmod's choice" dkms_modules "${k1}" "${tag}"
   step "no modules for ${k2} (no headers)" bash -c "! ls /lib/modules/${k2}/updates/dkms/nvidia.ko* 2>/dev/null"
   step "install the headers of ${k2}: DKMS's hook builds for it" dpkg -i "${hdr2}"
-  step "modules of ${k2}: version, vermagic, signature, depmod's choice" check_modules "${k2}" "${tag}"
-  step "modules of ${k1} still there" check_modules "${k1}" "${tag}"
+  step "modules of ${k2}: version, vermagic, signature, depmod's choice" dkms_modules "${k2}" "${tag}"
+  step "modules of ${k1} still there" dkms_modules "${k1}" "${tag}"
   step "apt-get install nvidia-p2p-dkms: the upgrade to ${tag2} (DKMS rebuilds for both kernels)" env DEBIAN_FRONTEND=noninteractive apt-get install -y nvidia-p2p-dkms
-  step "modules of ${k1} after the upgrade: version ${tag2}" check_modules "${k1}" "${tag2}"
-  step "modules of ${k2} after the upgrade: version ${tag2}" check_modules "${k2}" "${tag2}"
+  step "modules of ${k1} after the upgrade: version ${tag2}" dkms_modules "${k1}" "${tag2}"
+  step "modules of ${k2} after the upgrade: version ${tag2}" dkms_modules "${k2}" "${tag2}"
   step "DKMS holds ${tag2} only (the upgrade removed ${tag})" only_version "${tag2}"
+  step "apt-get remove the first kernel ${k1} (image and headers)" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-image-${k1}" "linux-headers-${k1}"
+  step "kernel ${k1} removed: DKMS, its module tree and its initramfs follow; ${k2} keeps its modules and its initramfs our modprobe.d files" kernel_gone "${k1}" "${k2}" "${tag2}"
   step "apt-get purge nvidia-p2p-dkms" env DEBIAN_FRONTEND=noninteractive apt-get purge -y nvidia-p2p-dkms
-  step "after purge the module trees are as before (headers of ${k2} back)" bash -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y linux-headers-${k2} >/dev/null && diff -u ${IN_WORK}/state-before.txt <(source /lab/repo/ci/dkms-chroot.sh && tree_state)"
-  step "build.sh install ${tag} --kernel ${k1} (real dkms, depmod, initramfs)" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes install "${tag}" --kernel "${k1}" --no-userspace
-  step "modules of ${k1} after build.sh install" check_modules "${k1}" "${tag}"
-  step "build.sh uninstall" /lab/repo/build.sh --cache-dir /lab/cache --work-dir "${IN_WORK}/w" --yes uninstall
-  step "after uninstall the module trees are as before" same_state "${IN_WORK}/state-before.txt"
-  [[ ${FAILED} -eq 0 ]]
+  step "after purge the module trees are as before, less ${k1}'s (headers of ${k2} back)" after_purge "${k1}" "${k2}"
+  steps_passed
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

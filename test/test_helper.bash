@@ -486,3 +486,9 @@ make_expired_pair() {
   openssl ca -batch -config "${ca}/ca.cnf" -selfsign -keyfile "${dir}/${name}.key" -in "${ca}/req.csr" \
     -startdate 20200101000000Z -enddate 20200102000000Z -out "${dir}/${name}.pem" >/dev/null 2>&1
 }
+
+# minutes_left: whole minutes before NVP2P_TEST_DEADLINE (epoch; .ci/run
+# sets it), nothing when unset. The real tier's tests size their work by it.
+minutes_left() {
+  [[ -z ${NVP2P_TEST_DEADLINE:-} ]] || printf '%s\n' "$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60))"
+}

@@ -65,12 +65,8 @@ scenario() {
   local name=$1 driver=$2 kmod=$3 dir="${BATS_TEST_TMPDIR}/chroots" work="${BATS_TEST_TMPDIR}/work" tag deb why
   local turn="userspace-${name}-${driver}" turns="${U_CACHE}/heavy-turns" record digest
   [[ "$(id -u)" == 0 ]] || skip "needs root (chroot, mounts)"
-  # The time check waits for the record (a recent pass needs no time) unless
-  # the chroot is not made yet: making it takes minutes of its own.
-  if [[ ! -d ${CHROOTS}/${name}/root ]]; then
-    why=$(heavy_fits "${turns}" "${turn}" "${USERSPACE_NEED_MIN}")
-    [[ -z ${why} ]] || skip "${why}"
-  fi
+  why=$(new_chroot_fits "${CHROOTS}/${name}" "${turns}" "${turn}" "${USERSPACE_NEED_MIN}")
+  [[ -z ${why} ]] || skip "${why}"
   mkdir -p "${dir}/${name}" "${work}" "${U_WORK}" "${U_CACHE}/ccache-userspace"
   # verified (dpkg --verify) and brought up to date, or made (a few minutes
   # the DKMS test and the matrix, which use the same chroots, then save)
@@ -85,12 +81,7 @@ scenario() {
   digest=$(userspace_digest "${REPO_ROOT}" "${tag}" "${CHROOTS}/${name}/root") ||
     skip "${name}'s ${driver} is ${tag}, which versions.conf does not list"
   record="${U_CACHE}/${turn}-passed"
-  why=$(recent_pass "${record}" "${digest}" "${USERSPACE_MAX_AGE_DAYS}" NVP2P_TEST_USERSPACE)
-  if [[ -n ${why} ]]; then
-    turn_mark "${turns}" "${turn}" idle "${USERSPACE_NEED_MIN}"
-    skip "${why}"
-  fi
-  why=$(heavy_turn "${turns}" "${turn}" "${USERSPACE_NEED_MIN}")
+  why=$(heavy_gate "${turns}" "${turn}" "${USERSPACE_NEED_MIN}" "${record}" "${digest}" "${USERSPACE_MAX_AGE_DAYS}" NVP2P_TEST_USERSPACE)
   [[ -z ${why} ]] || skip "${why}"
   deb=$(real_deb "${tag}" "${work}") || fail "${deb}"
   run "${run[@]}" /usr/bin/env CCACHE_DIR=/lab/ccache /lab/repo/ci/debian-userspace.sh steps "${driver}" "${kmod}" "${tag}" "/lab/work/${deb##*/}"
@@ -102,12 +93,12 @@ scenario() {
   fi
   rm -rf "${dir:?}/${name}"
   assert_success
-  assert_line "PASS apt-get install linux-headers-amd64: DKMS's hook builds nvidia-p2p ${tag}"
-  assert_line "PASS DKMS's modules: all five, version ${tag}, vermagic of the kernel, depmod picks them"
-  assert_line "PASS modprobe nvidia loads ours, with the P2P options"
-  assert_line "PASS build.sh preflight: the userspace driver is Debian's ${tag}, as the modules"
-  assert_line "PASS apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back)"
-  assert_line "PASS no nvidia-p2p modules left (DKMS, updates/dkms)"
+  assert_line --partial "PASS apt-get install linux-headers-amd64: DKMS's hook builds nvidia-p2p ${tag} ("
+  assert_line --partial "PASS DKMS's modules: all five, version ${tag}, vermagic of the kernel, depmod picks them ("
+  assert_line --partial "PASS modprobe nvidia loads ours, with the P2P options ("
+  assert_line --partial "PASS build.sh preflight: the userspace driver is Debian's ${tag}, as the modules ("
+  assert_line --partial "PASS apt-get purge nvidia-p2p-dkms (apt brings ${kmod} back) ("
+  assert_line --partial "PASS no nvidia-p2p modules left (DKMS, updates/dkms) ("
   refute_line --regexp '^FAIL '
   run grep -c '^PASS ' "${work}/steps.txt"
   assert_output "${USERSPACE_STEPS}"

@@ -9,10 +9,11 @@
 # (signed, a new key), the chroot's apt pointed at it (signature checked);
 # apt install of 565.57.01 from it (DKMS builds and signs for the first
 # kernel), the second kernel's headers (DKMS's hook builds for it), apt's
-# upgrade to 570.211.01 (DKMS rebuilds for both), apt purge (nothing left),
-# build.sh install --kernel / uninstall (module trees equal to before, byte
-# for byte). Slow: it runs before the matrix of real_source.bats, which gets
-# the time left.
+# upgrade to 570.211.01 (DKMS rebuilds for both), apt-get remove of the
+# first kernel (DKMS and the initramfs follow; the second kernel keeps its
+# modules), apt purge (nothing left); before those, build.sh install
+# --kernel / uninstall (module trees equal to before, byte for byte). Slow:
+# it runs before the matrix of real_source.bats, which gets the time left.
 #
 # Taking turns with the matrix: a run whose DKMS_STEPS steps all pass records, in
 # the cache, the digest of what it tested (build.sh, lib/, the chroot
@@ -33,7 +34,7 @@ DKMS_TAG=565.57.01
 # The later tag of the same family the repository's clients upgrade to.
 DKMS_TAG2=570.211.01
 # The steps ci/dkms-chroot.sh reports (PASS or FAIL lines) when it runs to the end.
-DKMS_STEPS=24
+DKMS_STEPS=26
 # Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
 # chroot, empty ccache) about 35; it is skipped when fewer are left before
 # the deadline, less 20 for the matrix and the tests after it, and gives its
@@ -57,10 +58,8 @@ setup_file() {
   [[ -z ${D_SKIP} ]] || return 0
   # The time check waits for the record (a recent pass needs no time) unless
   # the chroot is not made yet: making it takes minutes of its own.
-  if [[ ! -d ${NVP2P_TEST_CHROOTS:-${cache}/chroots}/bookworm-dkms/root ]]; then
-    D_SKIP=$(heavy_fits "${turns}" dkms-chroot "${DKMS_NEED_MIN}")
-    [[ -z ${D_SKIP} ]] || return 0
-  fi
+  D_SKIP=$(new_chroot_fits "${NVP2P_TEST_CHROOTS:-${cache}/chroots}/bookworm-dkms" "${turns}" dkms-chroot "${DKMS_NEED_MIN}")
+  [[ -z ${D_SKIP} ]] || return 0
   git=$(real_git_dir "${cache}") || { D_SKIP="${git}" && return 0; }
   for tag in "${DKMS_TAG}" "${DKMS_TAG2}"; do
     if ! out=$("${REPO_ROOT}/build.sh" --cache-dir "${cache}" fetch "${tag}" --source "${git}" --no-run 2>&1); then
@@ -75,12 +74,7 @@ setup_file() {
   export D_RECORD="${cache}/dkms-chroot-passed"
   export D_DIGEST
   D_DIGEST=$(inputs_digest "${REPO_ROOT}" "${DKMS_TAG}" "${root}" "${DKMS_TAG2}")
-  D_SKIP=$(recent_pass "${D_RECORD}" "${D_DIGEST}" "${DKMS_MAX_AGE_DAYS}")
-  if [[ -n ${D_SKIP} ]]; then
-    turn_mark "${turns}" dkms-chroot idle "${DKMS_NEED_MIN}"
-    return 0
-  fi
-  D_SKIP=$(heavy_turn "${turns}" dkms-chroot "${DKMS_NEED_MIN}")
+  D_SKIP=$(heavy_gate "${turns}" dkms-chroot "${DKMS_NEED_MIN}" "${D_RECORD}" "${D_DIGEST}" "${DKMS_MAX_AGE_DAYS}" NVP2P_TEST_DKMS)
   [[ -z ${D_SKIP} ]] || return 0
   copy="${BATS_FILE_TMPDIR}/root"
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
@@ -147,6 +141,10 @@ passed() {
   passed "apt-get install nvidia-p2p-dkms: the upgrade" "modules of [^ ]+ after the upgrade" "DKMS holds ${DKMS_TAG2} only"
   run grep -c -E '^PASS modules of [^ ]+ after the upgrade: version' "${D_STEPS}"
   assert_output 2
+}
+
+@test "dkms chroot: the first kernel removed (apt-get remove of its image and headers): DKMS drops its modules, its initramfs goes; the second kernel keeps its modules, its initramfs our modprobe.d files" {
+  passed "apt-get remove the first kernel" "kernel [^ ]+ removed: DKMS, its module tree and its initramfs follow"
 }
 
 @test "dkms chroot: apt purge leaves the module trees as before" {

@@ -21,7 +21,8 @@ userspace_digest() {
 }
 
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,
-# ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh, the series, this
+# ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh,
+# ci/chroot-checks.sh, the series, this
 # file, the FILEs, the patches of each TAG's family, the pins of each TAG
 # and ROOT's dpkg status (status 1: a TAG is not in versions.conf).
 tree_digest() {
@@ -35,7 +36,7 @@ tree_digest() {
     families+=("patches/${family}")
   done
   {
-    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh series "${families[@]}" \
+    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh ci/chroot-checks.sh series "${families[@]}" \
       test/real/dkms_record.bash "$@" -type f -print0 | sort -zu | xargs -0 sha256sum)
     for t in "${tags[@]}"; do
       awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
@@ -90,11 +91,36 @@ real_git_dir() {
   fi
 }
 
-# heavy_left: minutes before NVP2P_TEST_DEADLINE less HEAVY_RESERVE_MIN
-# (nothing without a deadline).
+# heavy_left: minutes before NVP2P_TEST_DEADLINE (test_helper's
+# minutes_left) less HEAVY_RESERVE_MIN (nothing without a deadline).
 heavy_left() {
-  [[ -z ${NVP2P_TEST_DEADLINE:-} ]] ||
-    printf '%s\n' "$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60 - HEAVY_RESERVE_MIN))"
+  local left
+  left=$(minutes_left)
+  [[ -z ${left} ]] || printf '%s\n' "$((left - HEAVY_RESERVE_MIN))"
+}
+
+# heavy_gate TURNS NAME NEED RECORD DIGEST DAYS VAR: the one gate of every
+# heavy test: why NAME does not run now, or nothing (it runs; TURNS notes
+# that it started). It does not run when RECORD holds a pass with the same
+# DIGEST fewer than DAYS days old (recent_pass; VAR=always runs it anyway),
+# when the NEED minutes do not fit before the deadline, or when another
+# heavy test left out for time has waited longer (heavy_turn).
+heavy_gate() {
+  local turns=$1 name=$2 need=$3 why
+  why=$(recent_pass "$4" "$5" "$6" "$7")
+  if [[ -n ${why} ]]; then
+    turn_mark "${turns}" "${name}" idle "${need}"
+    printf '%s\n' "${why}"
+    return 0
+  fi
+  heavy_turn "${turns}" "${name}" "${need}"
+}
+
+# new_chroot_fits DIR TURNS NAME NEED: why NAME cannot even start when its
+# chroot DIR is not made yet (making it takes minutes of its own, so the time
+# check does not wait for the record), or nothing.
+new_chroot_fits() {
+  [[ -d $1/root ]] || heavy_fits "$2" "$3" "$4"
 }
 
 # heavy_fits TURNS NAME NEED: why NAME cannot run in the time left (and

@@ -126,11 +126,6 @@ real_chroots() {
   export REAL_CHROOT_DIR REAL_CHROOTS REAL_CHROOT_SKIP
 }
 
-# minutes_left: whole minutes before NVP2P_TEST_DEADLINE (nothing when unset).
-minutes_left() {
-  [[ -z ${NVP2P_TEST_DEADLINE:-} ]] || printf '%s\n' "$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60))"
-}
-
 newest_installed_headers() {
   local d k=""
   for d in /lib/modules/*/build; do

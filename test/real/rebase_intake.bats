@@ -62,12 +62,7 @@ intake_cannot_run() {
   I_RECORD="${I_CACHE}/rebase-intake-passed"
   I_DIGEST=$(intake_digest) || { I_SKIP="a release of NEW_TAGS is not in versions.conf" && return 0; }
   export I_GIT I_K61 I_RECORD I_DIGEST
-  I_SKIP=$(recent_pass "${I_RECORD}" "${I_DIGEST}" "${INTAKE_MAX_AGE_DAYS}" NVP2P_TEST_INTAKE)
-  if [[ -n ${I_SKIP} ]]; then
-    turn_mark "${turns}" rebase-intake idle "${INTAKE_NEED_MIN}"
-    return 0
-  fi
-  I_SKIP=$(heavy_turn "${turns}" rebase-intake "${INTAKE_NEED_MIN}")
+  I_SKIP=$(heavy_gate "${turns}" rebase-intake "${INTAKE_NEED_MIN}" "${I_RECORD}" "${I_DIGEST}" "${INTAKE_MAX_AGE_DAYS}" NVP2P_TEST_INTAKE)
 }
 
 # intake_digest: the inputs digest (see the header).

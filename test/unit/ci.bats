@@ -463,7 +463,8 @@ dkms_record_setup() {
   mkdir -p "${DR_REPO}/test/real" "${DR_REPO}/ci" "${DR_REPO}/chroot/var/lib/dpkg"
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" \
     "${REPO_ROOT}/versions.conf" "${DR_REPO}/"
-  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${REPO_ROOT}/ci/ccache-compilers.sh" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${REPO_ROOT}/ci/ccache-compilers.sh" \
+    "${REPO_ROOT}/ci/chroot-checks.sh" "${DR_REPO}/ci/"
   cp -a "${REPO_ROOT}/test/real/dkms_chroot.bats" "${REPO_ROOT}/test/real/dkms_record.bash" "${DR_REPO}/test/real/"
   printf 'Package: dkms\nVersion: 3.0.10-8+deb12u1\n' >"${DR_REPO}/chroot/var/lib/dpkg/status"
 }
@@ -477,6 +478,11 @@ dkms_record_setup() {
   sed -i -E '/^565\.57\.01 /s/[^ ]+$/apply,compile,build:9.9/' "${DR_REPO}/versions.conf"
   assert_equal "$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")" "${d0}"
   echo '# changed' >>"${DR_REPO}/lib/65-dkms.sh"
+  d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
+  [[ ${d} != "${d0}" ]]
+  d0=${d}
+  # the checks both chroot tests run inside their chroot
+  echo '# changed' >>"${DR_REPO}/ci/chroot-checks.sh"
   d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
   [[ ${d} != "${d0}" ]]
   d0=${d}
@@ -590,6 +596,40 @@ dkms_record_setup() {
   assert_failure 2
 }
 
+@test "heavy gate: a recent pass leaves the test out (marked idle, not starved); else the time budget and the turns decide; a missing chroot must fit first" {
+  load ../real/dkms_record
+  local turns="${BATS_TEST_TMPDIR}/turns" rec="${BATS_TEST_TMPDIR}/rec" now
+  now=$(date +%s)
+  printf '%s abc\n' "$((now - 3600))" >"${rec}"
+  printf 'a 50 1 20\n' >"${turns}"
+  local dl=$((now + 10 * 60 + 30))
+  # a pass with the same digest: left out whatever the time, and no longer starved
+  NVP2P_TEST_DEADLINE=${dl} run heavy_gate "${turns}" a 20 "${rec}" abc 7 NVP2P_TEST_X
+  assert_output --regexp '^passed on .*digest abc, 0 of 7 days old.*NVP2P_TEST_X=always runs it$'
+  run awk '$1 == "a" { print $2, $3 }' "${turns}"
+  assert_output "50 0"
+  # the variable set to always: the time budget decides (10 - 20 left)
+  NVP2P_TEST_X=always NVP2P_TEST_DEADLINE=${dl} run heavy_gate "${turns}" a 20 "${rec}" abc 7 NVP2P_TEST_X
+  assert_output "time budget: -10 min left before the deadline (less 20 for the matrix and the tests after it), this needs 20"
+  # another digest, time enough: it starts, and the turns file says when
+  dl=$((now + 60 * 60 + 30))
+  NVP2P_TEST_DEADLINE=${dl} run heavy_gate "${turns}" a 20 "${rec}" abd 7 NVP2P_TEST_X
+  assert_output ""
+  run awk '$1 == "a" { print ($2 >= '"${now}"'), $3 }' "${turns}"
+  assert_output "1 0"
+  # a chroot not made yet: checked against the time before anything else
+  mkdir -p "${BATS_TEST_TMPDIR}/made/root"
+  NVP2P_TEST_DEADLINE=${dl} run new_chroot_fits "${BATS_TEST_TMPDIR}/made" "${turns}" b 30
+  assert_output ""
+  NVP2P_TEST_DEADLINE=${dl} run new_chroot_fits "${BATS_TEST_TMPDIR}/none" "${turns}" b 30
+  assert_output ""
+  dl=$((now + 30 * 60 + 30))
+  NVP2P_TEST_DEADLINE=${dl} run new_chroot_fits "${BATS_TEST_TMPDIR}/none" "${turns}" b 30
+  assert_output "time budget: 10 min left before the deadline (less 20 for the matrix and the tests after it), this needs 30"
+  NVP2P_TEST_DEADLINE=${dl} run new_chroot_fits "${BATS_TEST_TMPDIR}/made" "${turns}" b 30
+  assert_output ""
+}
+
 @test "userspace record: the digest follows debian-userspace.sh, the family's patches and the pins; an unlisted tag has none" {
   dkms_record_setup
   cp -a "${REPO_ROOT}/ci/debian-userspace.sh" "${DR_REPO}/ci/"
@@ -611,4 +651,61 @@ dkms_record_setup() {
   assert_output --regexp "NVP2P_TEST_USERSPACE=always runs it$"
   NVP2P_TEST_USERSPACE=always run recent_pass "${BATS_TEST_TMPDIR}/rec" "${d0}" 7 NVP2P_TEST_USERSPACE
   assert_output ""
+}
+
+@test "chroot checks: step reports PASS or FAIL with its time and logs the output; steps_passed; check_modules names what is wrong" {
+  local log="${BATS_TEST_TMPDIR}/steps.log" checks="${REPO_ROOT}/ci/chroot-checks.sh"
+  # shellcheck disable=SC2016 # the script's own $1, $2
+  run env STEP_LOG="${log}" bash -c 'source "$1"; step one echo hello; step two false; step three true; steps_passed || echo failed' _ "${checks}"
+  assert_line --index 0 --regexp '^PASS one \([0-9]+s\)$'
+  assert_line --index 1 --regexp "^FAIL two \([0-9]+s, exit 1; see ${log}\)$"
+  assert_line --index 2 --regexp '^PASS three \([0-9]+s\)$'
+  assert_line --index 3 failed
+  run grep -c -x -e '== one' -e hello -e '== two' "${log}"
+  assert_output 3
+  # shellcheck source=/dev/null # ci/chroot-checks.sh
+  source "${checks}"
+  # the modules: stub modinfo and modprobe; a tree with four of the five
+  local k=9.9.9-test d
+  export MODULES_DIR="${BATS_TEST_TMPDIR}/lib/modules"
+  d="${MODULES_DIR}/${k}/updates/dkms"
+  mkdir -p "${d}"
+  stub modinfo - <<'STUB'
+case $2 in version) echo 565.57.01 ;; vermagic) echo "9.9.9-test SMP mod_unload" ;; esac
+STUB
+  stub modprobe - <<'STUB'
+echo "insmod /lib/modules/9.9.9-test/updates/dkms/nvidia.ko.xz"
+STUB
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm; do : >"${d}/${m}.ko.xz"; done
+  run check_modules "${k}" 565.57.01
+  assert_failure
+  assert_output --partial "missing nvidia-peermem.ko*"
+  : >"${d}/nvidia-peermem.ko.xz"
+  run check_modules "${k}" 565.57.01
+  assert_success
+  run check_modules "${k}" 570.211.01
+  assert_failure
+  assert_output --partial "nvidia.ko.xz: version 565.57.01"
+}
+
+@test "dkms chroot: without_kernel leaves out the removed kernel's module tree and headers, nothing else" {
+  # shellcheck source=/dev/null # ci/dkms-chroot.sh
+  source "${REPO_ROOT}/ci/dkms-chroot.sh"
+  run without_kernel 6.1.0-56-amd64 <<'STATE'
+/lib/modules d 755 
+/lib/modules/6.1.0-56-amd64 d 755 
+/lib/modules/6.1.0-56-amd64/modules.dep f 644 
+/lib/modules/6.1.0-56-amd64-rt d 755 
+/lib/modules/6.12.117+deb12-amd64 d 755 
+/usr/src/linux-headers-6.1.0-56-amd64 d 755 
+/usr/src/linux-headers-6.1.0-56-common d 755 
+0123  /lib/modules/6.1.0-56-amd64/modules.dep
+4567  /lib/modules/6.12.117+deb12-amd64/modules.dep
+STATE
+  assert_success
+  assert_output "/lib/modules d 755 
+/lib/modules/6.1.0-56-amd64-rt d 755 
+/lib/modules/6.12.117+deb12-amd64 d 755 
+/usr/src/linux-headers-6.1.0-56-common d 755 
+4567  /lib/modules/6.12.117+deb12-amd64/modules.dep"
 }
