@@ -1156,31 +1156,57 @@ static void rule_acs(ctx *c)
             ranges++;
     int computable = ranges > 0 && gpu_addresses_known(m);
     int found = 0;
+    dr_ev *me = NULL;
+    /* A root port's redirect sends peer requests into the root complex's
+     * translation agent (the IOMMU) instead of across to the other root
+     * port: harmless with the IOMMU off or in passthrough, a possible cause
+     * where it translates or its mode is not known (field report 89). */
+    int rp_counts = iommu_mode(c, &me) != 0;
     if (computable) {
         for (int a = 0; a < m->ngpus; a++)
             for (int b = a + 1; b < m->ngpus; b++) {
                 if (pair_observed_ok(c, a, b))
                     continue;
-                for (int i = 0; i < m->nbridges; i++) {
-                    dr_bridge *br = &m->bridges[i];
-                    int ua = bridge_above(br, m->gpus[a].busid), ub = bridge_above(br, m->gpus[b].busid);
-                    if (ua == ub || br->type == 1 || !(br->req_redir || br->cmplt_redir))
-                        continue; /* not between them, a root port, or no redirect */
-                    dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
-                                            br->acs_conflict ? DR_CERT_POSSIBLE : DR_CERT_LIKELY);
-                    if (!f)
-                        return;
-                    SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s%s%s on: peer requests are sent "
-                               "up to the root complex instead of across the switch%s",
-                            br->busid, br->req_redir ? "ReqRedir" : "", br->req_redir && br->cmplt_redir ? "/" : "",
-                            br->cmplt_redir ? "CmpltRedir" : "",
-                            br->acs_conflict ? " (lspci and setpci read its ACS control differently: read it again)" : "");
-                    FIX(f, "disable ACS on the switch ports (a firmware option on some boards; otherwise as root "
-                           "after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each port named here); with "
-                           "an IOMMU on, use iommu=pt");
-                    f_ev(f, &br->acs_ev);
-                    found = 1;
-                }
+                int sw = 0; /* a switch port's finding for the pair: its root ports are not named */
+                for (int pass = 0; pass < 2; pass++)
+                    for (int i = 0; i < m->nbridges; i++) {
+                        dr_bridge *br = &m->bridges[i];
+                        int ua = bridge_above(br, m->gpus[a].busid), ub = bridge_above(br, m->gpus[b].busid);
+                        if (ua == ub || (br->type == 1) != pass || !(br->req_redir || br->cmplt_redir))
+                            continue; /* not between them, not this pass's kind of port, or no redirect */
+                        if (pass == 1 && (sw || !rp_counts))
+                            continue; /* the pair's switch port is named; or the IOMMU off or in passthrough */
+                        dr_finding *f = finding(d, "acs-redirect", DR_SCOPE_PAIR, a, b, DR_SEV_BLOCKS,
+                                                br->acs_conflict || pass == 1 ? DR_CERT_POSSIBLE : DR_CERT_LIKELY);
+                        if (!f)
+                            return;
+                        if (pass == 0) {
+                            SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s%s%s on: peer requests "
+                                       "are sent up to the root complex instead of across the switch%s",
+                                    br->busid, br->req_redir ? "ReqRedir" : "",
+                                    br->req_redir && br->cmplt_redir ? "/" : "", br->cmplt_redir ? "CmpltRedir" : "",
+                                    br->acs_conflict ? " (lspci and setpci read its ACS control differently: read "
+                                                       "it again)" : "");
+                            FIX(f, "disable ACS on the switch ports (a firmware option on some boards; otherwise as "
+                                   "root after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each port named "
+                                   "here); with an IOMMU on, use iommu=pt");
+                            sw = 1;
+                        } else {
+                            SUMMARY(f, "root port %s above GPU%d has ACS %s%s%s on: peer requests to the other "
+                                       "GPU's root port are sent to the root complex's IOMMU, which blocks or "
+                                       "misroutes them unless it is off or in passthrough%s",
+                                    br->busid, ua ? a : b, br->req_redir ? "ReqRedir" : "",
+                                    br->req_redir && br->cmplt_redir ? "/" : "", br->cmplt_redir ? "CmpltRedir" : "",
+                                    br->acs_conflict ? " (lspci and setpci read its ACS control differently: read "
+                                                       "it again)" : "");
+                            FIX(f, "boot with iommu=pt (or the IOMMU off); or disable ACS on the root ports above "
+                                   "the GPUs (as root after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each "
+                                   "port named here, or pci=noacs)");
+                            f_ev(f, me);
+                        }
+                        f_ev(f, &br->acs_ev);
+                        found = 1;
+                    }
             }
     }
     if (found)

@@ -1051,6 +1051,34 @@ void test_doctor_rules(void)
          "    ^ self-test: zero-chunk injected at offset 0x0 (4096 bytes) - caught at exactly that offset\n",
          NULL);
     CHECK(!has_id(&g_d, "p2p-data-corruption"));
+    /* ACS redirect on the root ports above two GPUs under different root ports: their peer requests go to
+     * the IOMMU; a possible cause unless the IOMMU is off or in passthrough (field report 89) */
+    static const char *RP =
+        "00:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge\n"
+        "\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0\n"
+        "\tCapabilities: [58] Express (v2) Root Port (Slot+), MSI 00\n"
+        "\tCapabilities: [2a0 v1] Access Control Services\n"
+        "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n\n"
+        "00:03.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge\n"
+        "\tBus: primary=00, secondary=41, subordinate=41, sec-latency=0\n"
+        "\tCapabilities: [58] Express (v2) Root Port (Slot+), MSI 00\n"
+        "\tCapabilities: [2a0 v1] Access Control Services\n"
+        "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n";
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "lspci.txt", RP, "cmdline.txt",
+         "root=/dev/sda ro amd_iommu=on\n", NULL);
+    f = get_id(&g_d, "acs-redirect");
+    CHECK(f && f->scope == DR_SCOPE_PAIR && f->certainty == DR_CERT_POSSIBLE && f->severity == DR_SEV_BLOCKS);
+    CHECK(f && strstr(f->summary, "root port 0000:00:01.1 above GPU0") && strstr(f->fix, "iommu=pt") && f->nev >= 2);
+    CHECK(has_id(&g_d, "iommu-translated"));
+    /* ...the IOMMU's mode not known: still possible */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "lspci.txt", RP, NULL);
+    CHECK(has_id(&g_d, "acs-redirect"));
+    /* ...in passthrough: no matter; the pair seen working: not reported */
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CANNOT, "lspci.txt", RP, "cmdline.txt",
+         "root=/dev/sda ro amd_iommu=on iommu=pt\n", NULL);
+    CHECK(!has_id(&g_d, "acs-redirect"));
+    diag(0, NULL, "nvidia-smi.txt", SMI2, "p.txt", CAN, "lspci.txt", RP, NULL);
+    CHECK(!has_id(&g_d, "acs-redirect"));
     /* outputs that disagree on the GPUs are said to */
     diag(0, NULL, "nvidia-smi.txt", SMI2, "topo.txt",
          "\tGPU0\tGPU1\tGPU2\n GPU0\t X \tPHB\tPHB\n GPU1\tPHB\t X \tPHB\n GPU2\tPHB\tPHB\t X \n", NULL);
