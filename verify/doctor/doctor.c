@@ -47,8 +47,10 @@ static void usage(FILE *f)
             "  30  a finding stops or breaks P2P (certain or likely)\n"
             "  31  insufficient data: nothing found that stops P2P, but some pair's state, or the\n"
             "      cause of a failure or of a symptom (P2P slower than host staging), cannot be\n"
-            "      told from the outputs (the report lists what to collect)\n"
-            "  32  fewer than two NVIDIA GPUs in the outputs, and nothing found that stops P2P\n"
+            "      told from the outputs, or no GPU can be identified in them (the report lists\n"
+            "      what to collect)\n"
+            "  32  one NVIDIA GPU in the outputs, or none where they list the GPUs (sysfs), and\n"
+            "      nothing found that stops P2P\n"
             "  33  nothing readable in DIR\n"
             "   1  internal error\n",
             DR_SCHEMA);

@@ -2608,6 +2608,13 @@ static void finish(ctx *c)
         d->status = "BLOCKED";
         snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0], "%d finding%s stop%s or break%s P2P", blocked,
                  blocked == 1 ? "" : "s", blocked == 1 ? "s" : "", blocked == 1 ? "s" : "");
+    } else if (m->ngpus == 0 && unknown) {
+        /* nothing read lists the GPUs (sysfs would say 0): how many there
+           are, and so the pairs, cannot be told; not "fewer than two" */
+        d->exit_code = DR_EXIT_INSUFFICIENT;
+        d->status = "INSUFFICIENT-DATA";
+        snprintf(d->reasons[d->nreasons++], sizeof d->reasons[0],
+                 "no NVIDIA GPU could be identified in what was read: neither the GPUs nor their pairs can be told");
     } else if (m->ngpus < 2) {
         d->exit_code = DR_EXIT_NO_PAIR;
         d->status = "FEWER-THAN-2-GPUS";

@@ -1087,6 +1087,14 @@ void test_doctor_rules(void)
     diag(0, NULL, "sysfs.txt", "iommu-present: 0\nsysfs-gpus: 0\n", NULL);
     CHECK_INT(g_d.exit_code, DR_EXIT_NO_PAIR);
     CHECK(!has_id(&g_d, "insufficient-data"));
+    /* no GPU identified, and nothing that lists them read: 31, not "fewer than two" */
+    diag(0, NULL, "cmdline.txt", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro iommu=pt\n", NULL);
+    CHECK_INT(g_d.exit_code, DR_EXIT_INSUFFICIENT);
+    CHECK_STR(g_d.status, "INSUFFICIENT-DATA");
+    /* one GPU identified: 32 */
+    diag(0, NULL, "nvidia-smi.txt",
+         "GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n", NULL);
+    CHECK_INT(g_d.exit_code, DR_EXIT_NO_PAIR);
     /* every id the rules can emit is in the published list */
     for (int i = 0; dr_finding_ids[i]; i++)
         CHECK(strlen(dr_finding_ids[i]) > 0);
