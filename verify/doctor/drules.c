@@ -1180,25 +1180,25 @@ static void rule_acs(ctx *c)
                                                 br->acs_conflict || pass == 1 ? DR_CERT_POSSIBLE : DR_CERT_LIKELY);
                         if (!f)
                             return;
+                        const char *flags = br->req_redir && br->cmplt_redir ? "ReqRedir/CmpltRedir"
+                                            : br->req_redir                  ? "ReqRedir"
+                                                                             : "CmpltRedir";
+                        const char *reread = br->acs_conflict ? " (lspci and setpci read its ACS control "
+                                                                "differently: read it again)"
+                                                              : "";
                         if (pass == 0) {
-                            SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s%s%s on: peer requests "
-                                       "are sent up to the root complex instead of across the switch%s",
-                                    br->busid, br->req_redir ? "ReqRedir" : "",
-                                    br->req_redir && br->cmplt_redir ? "/" : "", br->cmplt_redir ? "CmpltRedir" : "",
-                                    br->acs_conflict ? " (lspci and setpci read its ACS control differently: read "
-                                                       "it again)" : "");
+                            SUMMARY(f, "PCIe switch port %s between the two GPUs has ACS %s on: peer requests are "
+                                       "sent up to the root complex instead of across the switch%s",
+                                    br->busid, flags, reread);
                             FIX(f, "disable ACS on the switch ports (a firmware option on some boards; otherwise as "
                                    "root after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each port named "
                                    "here); with an IOMMU on, use iommu=pt");
                             sw = 1;
                         } else {
-                            SUMMARY(f, "root port %s above GPU%d has ACS %s%s%s on: peer requests to the other "
+                            SUMMARY(f, "root port %s above GPU%d has ACS %s on: peer requests to the other "
                                        "GPU's root port are sent to the root complex's IOMMU, which blocks or "
                                        "misroutes them unless it is off or in passthrough%s",
-                                    br->busid, ua ? a : b, br->req_redir ? "ReqRedir" : "",
-                                    br->req_redir && br->cmplt_redir ? "/" : "", br->cmplt_redir ? "CmpltRedir" : "",
-                                    br->acs_conflict ? " (lspci and setpci read its ACS control differently: read "
-                                                       "it again)" : "");
+                                    br->busid, ua ? a : b, flags, reread);
                             FIX(f, "boot with iommu=pt (or the IOMMU off); or disable ACS on the root ports above "
                                    "the GPUs (as root after each boot: setpci -s <port> ECAP_ACS+0x6.w=0000 for each "
                                    "port named here, or pci=noacs)");
