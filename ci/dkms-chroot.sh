@@ -173,8 +173,9 @@ only_version() {
 
 # kernel_gone GONE KEPT TAG: after the removal of kernel GONE's packages,
 # DKMS lists nothing for GONE, GONE has no module tree of ours and no
-# initramfs; KEPT still has DKMS's modules of TAG and its initramfs, which
-# holds the package's modprobe.d files (the trigger updated it).
+# initramfs; KEPT still has DKMS's modules of TAG (dkms_modules) and its
+# initramfs, which holds the package's modprobe.d files (the trigger
+# updated it).
 kernel_gone() {
   local gone=$1 kept=$2 tag=$3 st list f
   st=$(dkms status -m nvidia-p2p)
@@ -184,7 +185,7 @@ kernel_gone() {
   [[ ! -e /lib/modules/${gone}/updates/dkms ]] || { ls -lR "/lib/modules/${gone}" && return 1; }
   [[ ! -e /boot/initrd.img-${gone} ]] || { echo "/boot/initrd.img-${gone} is still there" && return 1; }
   ls -l /boot /lib/modules
-  check_modules "${kept}" "${tag}" "${DKMS_MOK_CERT}" || return 1
+  dkms_modules "${kept}" "${tag}" || return 1
   list=$(lsinitramfs "/boot/initrd.img-${kept}") || return 1
   for f in nvidia-p2p.conf nvidia-p2p-load.conf; do
     grep -E "(^|/)lib/modprobe\.d/${f//./\\.}\$" <<<"${list}" || { echo "initrd.img-${kept} has no modprobe.d/${f}" && return 1; }
@@ -197,8 +198,8 @@ kernel_gone() {
 after_purge() {
   local gone=$1 kept=$2
   DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${kept}" >/dev/null
-  tree_state >"${IN_WORK}/state-now.txt"
-  diff -u <(without_kernel "${gone}" <"${IN_WORK}/state-before.txt") "${IN_WORK}/state-now.txt"
+  without_kernel "${gone}" <"${IN_WORK}/state-before.txt" >"${IN_WORK}/state-before-less.txt"
+  same_state "${IN_WORK}/state-before-less.txt"
 }
 
 # without_kernel KVER: tree_state's lines on stdin, less those of KVER's
