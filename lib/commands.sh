@@ -276,6 +276,7 @@ Commands:
   uninstall         remove what install put in place
   package <tag>     a Debian package (DKMS source) of the patched driver
   repo <dir> <tag>...  a signed apt repository of those packages, for fleets
+  container <tag>   an OCI image of the patched driver for NVIDIA's GPU Operator
   preflight         report P2P-relevant facts about this machine
   doctor            why P2P works or not here, pair by pair (or in a bundle)
   verify            build and run the P2P verification tool
@@ -313,6 +314,7 @@ help_page() {
   doctor) printf 'docs/diagnosis.md\n' ;;
   verify) printf 'docs/verify-tool.md\n' ;;
   rebase) printf 'docs/families-and-rebase.md\n' ;;
+  container) printf 'docs/kubernetes.md\n' ;;
   *) printf 'docs/commands.md\n' ;;
   esac
 }
@@ -322,9 +324,9 @@ cmd_help() {
   case ${topic} in
   "") usage ;;
   exit-codes) help_exit_codes ;;
-  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | repo | doctor) "help_${topic}" ;;
+  fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | container | repo | doctor) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package repo doctor)" ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package container repo doctor)" ;;
   esac
   [[ -z ${topic} ]] || printf 'More: %s\n' "$(help_page "${topic}")"
 }

@@ -392,6 +392,7 @@ done
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
   printf "version=%s\nvermagic=%s SMP mod_unload\n" "${version}" "${FAKE_KO_KREL:-${krel}}" >"${dir}/kernel-open/${m}.ko"
 done
+printf '0x00000000\tnvidia_p2p_get_pages\t%s/kernel-open/nvidia\tEXPORT_SYMBOL\t\n' "${dir}" >"${dir}/kernel-open/Module.symvers"
 mkdir -p "${dir}/src/nvidia/_out/Linux_x86_64" "${dir}/src/nvidia-modeset/_out/Linux_x86_64"
 printf 'nv-kernel.o %s\n' "${version}" >"${dir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o"
 printf 'nv-modeset-kernel.o %s\n' "${version}" >"${dir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o"

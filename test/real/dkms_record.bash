@@ -20,11 +20,18 @@ userspace_digest() {
   tree_digest "$1" "$3" "$2" ci/debian-userspace.sh test/real/debian_userspace.bats
 }
 
+# container_digest REPO TAG: the same for test/real/container.bats (no
+# chroot: its base is made by build.sh container from lib/'s recipe).
+container_digest() {
+  tree_digest "$1" - "$2" ci/container-test.sh container/nvidia-driver test/fixtures/standin.run.in test/real/container.bats
+}
+
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,
 # ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh,
 # ci/chroot-checks.sh, the series, this
 # file, the FILEs, the patches of each TAG's family, the pins of each TAG
-# and ROOT's dpkg status (status 1: a TAG is not in versions.conf).
+# and ROOT's dpkg status (none for ROOT "-"; status 1: a TAG is not in
+# versions.conf).
 tree_digest() {
   local repo=$1 root=$2 t family
   local -a tags families=()
@@ -41,7 +48,7 @@ tree_digest() {
     for t in "${tags[@]}"; do
       awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
     done
-    sha256sum <"${root}/var/lib/dpkg/status"
+    [[ ${root} == - ]] || sha256sum <"${root}/var/lib/dpkg/status"
   } | sha256sum | cut -d' ' -f1
 }
 

@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# build.sh container with the real tools (mmdebstrap, umoci, skopeo) and the
+# image's entrypoint run in a chroot of the unpacked image against a Debian
+# kernel's headers (apt-get from Debian's archive inside it): ci/container-test.sh
+# says each step. Loading modules is replaced at that one boundary (the real
+# modprobe resolves module and options with --dry-run); nothing is loaded on
+# this machine. NVIDIA's .run is the stand-in of the unit tests.
+#
+# A heavy test: it takes turns with the matrix and the other chroot tests
+# (dkms_record.bash: heavy_gate) and is left out while a pass with the same
+# inputs (container_digest) is recorded, for CTR_MAX_AGE_DAYS.
+# NVP2P_TEST_CONTAINER=always runs it regardless.
+#
+# Environment (.ci/run sets these; see real_source.bats): NVP2P_TEST_GIT or
+# NVP2P_UPSTREAM_BUNDLE, NVP2P_TEST_CACHE, NVP2P_TEST_WORK,
+# NVP2P_TEST_DEADLINE; NVP2P_TEST_CONTAINER.
+
+load ../test_helper
+load dkms_record
+
+CTR_TAG=570.211.01
+# The kernel the image is tested on (headers from Debian's archive, as the
+# entrypoint gets them on a node), and another one a precompiled image refuses.
+CTR_KERNEL=6.1.0-56-amd64
+CTR_OTHER_KERNEL=6.12.117+deb12-amd64
+# The steps ci/container-test.sh reports when it runs to the end.
+CTR_STEPS=14
+# Minutes: measured 5 here (base in the cache, a warm ccache for the
+# precompiled build; the in-image build has none: 4 of the 5); a new base
+# adds about 1.
+CTR_NEED_MIN=12
+CTR_MAX_AGE_DAYS=7
+
+setup_file() {
+  export REPO_ROOT="${BATS_TEST_DIRNAME}/../.."
+  export C_STEPS="${BATS_FILE_TMPDIR}/steps.txt"
+  export C_SKIP="" C_LOG=""
+  : >"${C_STEPS}"
+  local cache="${NVP2P_TEST_CACHE:-${BATS_FILE_TMPDIR}/cache}" git work out t
+  mkdir -p "${cache}"
+  if [[ "$(id -u)" != 0 ]]; then
+    C_SKIP="needs root (chroot, mounts)"
+    return 0
+  fi
+  for t in mmdebstrap umoci skopeo; do
+    command -v "${t}" >/dev/null 2>&1 || { C_SKIP="${t} is not installed (Debian package: ${t})" && return 0; }
+  done
+  git=$(real_git_dir "${cache}") || { C_SKIP="${git}" && return 0; }
+  export C_RECORD="${cache}/container-passed" C_DIGEST
+  C_DIGEST=$(container_digest "${REPO_ROOT}" "${CTR_TAG}")
+  C_SKIP=$(heavy_gate "${cache}/heavy-turns" container "${CTR_NEED_MIN}" "${C_RECORD}" "${C_DIGEST}" "${CTR_MAX_AGE_DAYS}" NVP2P_TEST_CONTAINER)
+  [[ -z ${C_SKIP} ]] || return 0
+  work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}"
+  out="${BATS_FILE_TMPDIR}/container"
+  "${REPO_ROOT}/ci/container-test.sh" --git "${git}" --cache "${cache}" --work "${work}" --out "${out}" \
+    --tag "${CTR_TAG}" --kernel "${CTR_KERNEL}" --other-kernel "${CTR_OTHER_KERNEL}" >"${C_STEPS}" 2>&1 || true
+  C_LOG="${out}/steps.log"
+  record_result "${C_RECORD}" "${C_DIGEST}" "${C_STEPS}" "${CTR_STEPS}"
+}
+
+setup() {
+  [[ -z ${C_SKIP} ]] || skip "${C_SKIP}"
+}
+
+# passed PREFIX...: the steps whose names start with each PREFIX passed.
+passed() {
+  local p line
+  for p in "$@"; do
+    line=$(grep -E "^(PASS|FAIL) ${p}" "${C_STEPS}" | head -n 1) || true
+    if [[ ${line} != PASS* ]]; then
+      cat "${C_STEPS}"
+      tail -n 60 "${C_LOG:-/dev/null}" 2>/dev/null || true
+      echo "step '${p}': ${line:-did not run}"
+      return 1
+    fi
+  done
+}
+
+@test "container: the image builds, twice to the same digests, and skopeo reads its entrypoint, labels and layers" {
+  passed "build: the image" "reproducible:" "inspect:"
+}
+
+@test "container: init in the unpacked image builds all five modules for ${CTR_KERNEL} with headers from apt, loads them, publishes its root" {
+  passed "unpack:" "init for" "modules:"
+}
+
+@test "container: the module options are ours with the operator's kernelModuleConfig files on top" {
+  passed "options:"
+}
+
+@test "container: kernel sources and Module.symvers are exported" {
+  passed "exports:"
+}
+
+@test "container: SIGTERM tears down cleanly" {
+  passed "stop:"
+}
+
+@test "container: bad input: no headers for the kernel, another driver in use" {
+  passed "bad input: a kernel without headers" "bad input: another driver"
+}
+
+@test "container: a precompiled image refuses another kernel and loads on its own without building" {
+  passed "precompiled: built" "precompiled: a node on" "precompiled: on"
+}
+
+@test "container: every step passed: the pass is recorded with its inputs digest" {
+  run grep -c '^PASS ' "${C_STEPS}"
+  assert_output "${CTR_STEPS}"
+  run grep -c '^FAIL ' "${C_STEPS}"
+  assert_output 0
+  assert_file_exists "${C_RECORD}"
+  run cut -d' ' -f2 "${C_RECORD}"
+  assert_output "${C_DIGEST}"
+}

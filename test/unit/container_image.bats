@@ -1,0 +1,172 @@
+#!/usr/bin/env bats
+# build.sh container: the OCI image, assembled by the real umoci and read back
+# by the real skopeo; the base's mmdebstrap is a stand-in making a tiny root
+# (no network). The entrypoint inside: test/unit/container.bats; the whole
+# image in a chroot against real kernel headers: test/real/container.bats.
+
+load ../test_helper
+
+setup() {
+  common_setup
+  make_fixture
+  local t
+  for t in umoci skopeo; do
+    command -v "${t}" >/dev/null || skip "${t} is not installed (Debian package: ${t}; ci/deps.sh unit installs it)"
+  done
+  OUT="${BATS_TEST_TMPDIR}/oci"
+  RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  export SOURCE_DATE_EPOCH=1700000000
+  stub mmdebstrap - <<'STUB'
+out=""
+for a in "$@"; do case ${a} in *.tar.new) out=${a} ;; esac; done
+[ -z "${STUB_MMDEBSTRAP_FAIL:-}" ] || exit 1
+d=$(mktemp -d)
+mkdir -p "${d}/etc" "${d}/usr/bin"
+echo 'ID=debian' >"${d}/etc/os-release"
+tar -C "${d}" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "${out}" etc usr
+rm -rf "${d}"
+STUB
+}
+
+container() {
+  run_build container "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --out "${OUT}" --no-ccache "$@"
+}
+
+# layer_files REF N: the files of layer N (1: base, 2: ours) of REF in OUT.
+layer_files() {
+  local digest
+  digest=$(skopeo inspect "oci:${OUT}:$1" | grep -o 'sha256:[0-9a-f]*' | sed -n "$(($2 + 1))p")
+  tar -tzf "${OUT}/blobs/sha256/${digest#sha256:}"
+}
+
+@test "container: an OCI image <tag>-debian12 with the entrypoint, the labels and two layers; the reference on stdout" {
+  container
+  assert_success
+  assert_line "oci:${OUT}:${FIXTURE_TAG}-debian12"
+  run skopeo inspect --config "oci:${OUT}:${FIXTURE_TAG}-debian12"
+  assert_success
+  assert_output --regexp '"Entrypoint": \[[[:space:]]*"/usr/local/bin/nvidia-driver"'
+  assert_output --regexp '"Cmd": \[[[:space:]]*"init"'
+  assert_output --partial "\"DRIVER_VERSION=${FIXTURE_TAG}\""
+  assert_output --partial '"NVIDIA_VISIBLE_DEVICES=void"'
+  assert_output --partial "\"org.opencontainers.image.version\": \"${FIXTURE_TAG}\""
+  assert_output --partial "\"nvidia-p2p.run-sha256\": \"$(sha256sum "${RUNFILE}" | cut -d' ' -f1)\""
+  assert_output --partial '"created": "2023-11-14T22:13:20Z"'
+  run skopeo inspect --raw "oci:${OUT}:${FIXTURE_TAG}-debian12"
+  assert_output --partial '"nvidia-p2p.family":'
+  run layer_files "${FIXTURE_TAG}-debian12" 2
+  assert_line usr/local/bin/nvidia-driver
+  assert_line "usr/src/nvidia-p2p-${FIXTURE_TAG}/dkms.conf"
+  assert_line "usr/src/nvidia-p2p-${FIXTURE_TAG}/nvidia/nv-kernel.o_binary"
+  assert_line "drivers/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
+  assert_line usr/share/nvidia-p2p/image.conf
+  assert_line usr/share/nvidia-p2p/nvidia-p2p.conf
+  run layer_files "${FIXTURE_TAG}-debian12" 1
+  assert_line etc/os-release
+}
+
+@test "container: the same inputs give the same digests; the base is made once and taken from the cache" {
+  container
+  assert_success
+  local first
+  first=$(skopeo inspect --raw "oci:${OUT}:${FIXTURE_TAG}-debian12" | sha256sum)
+  rm -rf "${OUT}"
+  container
+  assert_success
+  assert_equal "$(skopeo inspect --raw "oci:${OUT}:${FIXTURE_TAG}-debian12" | sha256sum)" "${first}"
+  run grep -c '^mmdebstrap ' "${STUB_LOG}"
+  assert_output 1
+  # another SOURCE_DATE_EPOCH: other digests
+  rm -rf "${OUT}"
+  SOURCE_DATE_EPOCH=1700000001 container
+  assert_success
+  [[ "$(skopeo inspect --raw "oci:${OUT}:${FIXTURE_TAG}-debian12" | sha256sum)" != "${first}" ]]
+}
+
+@test "container: a cached base that no longer matches its sha256 is made again" {
+  container
+  assert_success
+  local tar
+  tar=$(ls "${CACHE}"/container/base-debian12-*.tar)
+  printf 'x' >>"${tar}"
+  container
+  assert_success
+  assert_output --partial "does not match its sha256: made again"
+  run grep -c '^mmdebstrap ' "${STUB_LOG}"
+  assert_output 2
+}
+
+@test "container: the base is debian12's suites from Debian's archive, or --mirror's" {
+  container --mirror http://mirror.example/debian/
+  assert_success
+  run grep '^mmdebstrap ' "${STUB_LOG}"
+  assert_output --partial "--variant=minbase --format=tar"
+  assert_output --partial "bookworm "
+  assert_output --partial "deb http://mirror.example/debian bookworm main"
+  assert_output --partial "deb http://mirror.example/debian bookworm-updates main"
+  assert_output --partial "deb http://mirror.example/debian-security bookworm-security main"
+}
+
+@test "container: --no-userspace leaves the .run out; image.conf says so" {
+  container --no-userspace
+  assert_success
+  run layer_files "${FIXTURE_TAG}-debian12" 2
+  refute_line --partial "drivers/NVIDIA-Linux"
+  mkdir -p "${BATS_TEST_TMPDIR}/x"
+  tar -xzf "${OUT}/blobs/sha256/$(skopeo inspect "oci:${OUT}:${FIXTURE_TAG}-debian12" | grep -o 'sha256:[0-9a-f]*' | sed -n 3p | cut -d: -f2)" \
+    -C "${BATS_TEST_TMPDIR}/x" usr/share/nvidia-p2p/image.conf
+  run cat "${BATS_TEST_TMPDIR}/x/usr/share/nvidia-p2p/image.conf"
+  assert_line "tag=${FIXTURE_TAG}"
+  assert_line run_sha256=none
+  assert_line precompiled=
+}
+
+@test "container --precompiled KVER: <branch>-KVER-<os>, the five modules in the image" {
+  run_build --root "${ROOT}" container "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --out "${OUT}" --no-ccache \
+    --precompiled "${FIXTURE_KREL}"
+  assert_success
+  local ref="${FIXTURE_TAG%%.*}-${FIXTURE_KREL}-debian12"
+  assert_line "oci:${OUT}:${ref}"
+  run layer_files "${ref}" 2
+  local m
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    assert_line "usr/lib/nvidia-p2p/precompiled/${FIXTURE_KREL}/${m}.ko"
+  done
+  # what out-of-tree modules link against, from that build
+  assert_line "usr/src/nvidia-p2p-${FIXTURE_TAG}/Module.symvers"
+  run skopeo inspect --config "oci:${OUT}:${ref}"
+  assert_output --partial "\"nvidia-p2p.precompiled\": \"${FIXTURE_KREL}\""
+}
+
+@test "container: bad options are refused before anything is built" {
+  container --os plan9
+  assert_failure 3
+  assert_output --partial "--os plan9: not one of debian12 debian13 ubuntu22.04 ubuntu24.04"
+  container --sign-key /nonexistent
+  assert_failure 2
+  assert_output --partial "with --precompiled only"
+  container --kernel-src /nonexistent
+  assert_failure 2
+  container --mirror ftp://x
+  assert_failure 2
+  container --precompiled 'bad kernel'
+  assert_failure 2
+  assert_file_not_exist "${OUT}"
+  run grep -c '^mmdebstrap ' "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "container: mmdebstrap failing exits 8 and leaves no image and no cached base" {
+  STUB_MMDEBSTRAP_FAIL=1 container
+  assert_failure 8
+  assert_output --partial "mmdebstrap bookworm failed"
+  assert_file_not_exist "${OUT}"
+  run ls "${CACHE}/container"
+  refute_output --partial ".tar"
+}
+
+@test "container: umoci missing is a preflight refusal" {
+  PATH="$(path_hiding umoci)" container
+  assert_failure 10
+  assert_output --partial umoci
+}
