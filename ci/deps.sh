@@ -11,8 +11,8 @@
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
-  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian)
-BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++ umoci skopeo)
+  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian umoci skopeo)
+BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
 
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).

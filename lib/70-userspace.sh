@@ -188,7 +188,7 @@ userspace_fix_hint() {
 # firmware of exactly their version (/lib/firmware/nvidia/TAG/gsp_*.bin: the
 # .run puts it there, Debian's firmware-nvidia-gsp (virtual
 # firmware-nvidia-gsp-<version>) and Ubuntu's nvidia-firmware-<branch>-<version>
-# too).
+# or, for the -server driver, nvidia-firmware-<branch>-server-<version> too).
 require_gsp_firmware() {
   local tag=$1 d f
   for d in lib/firmware usr/lib/firmware; do
@@ -196,5 +196,5 @@ require_gsp_firmware() {
       [[ -f ${f} ]] && return 0
     done
   done
-  preflight_fail "${EX_PREFLIGHT}" "no GSP firmware of ${tag} in /lib/firmware/nvidia/${tag}: the open modules cannot start the GPU without it. Install it: Debian: sudo apt-get install firmware-nvidia-gsp-${tag}; Ubuntu: sudo apt-get install nvidia-firmware-${tag%%.*}-${tag}; or use NVIDIA's .run of ${tag} (--userspace run)"
+  preflight_fail "${EX_PREFLIGHT}" "no GSP firmware of ${tag} in /lib/firmware/nvidia/${tag}: the open modules cannot start the GPU without it. Install it: Debian: sudo apt-get install firmware-nvidia-gsp-${tag}; Ubuntu: sudo apt-get install nvidia-firmware-${tag%%.*}-${tag} (nvidia-firmware-${tag%%.*}-server-${tag} beside the -server driver); or use NVIDIA's .run of ${tag} (--userspace run)"
 }

@@ -33,12 +33,12 @@ exit_code_table() {
     "${EX_OK}" "success" \
     "${EX_FAIL}" "internal or unexpected error" \
     "${EX_USAGE}" "bad command line" \
-    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1)" \
+    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know" \
     "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
     "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
     "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch" \
     "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved" \
-    "${EX_BUILD}" "kbuild failed, or the built modules failed their checks" \
+    "${EX_BUILD}" "kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed" \
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
     "${EX_LOCKED}" "another build.sh run holds the lock (still, after --lock-wait SECONDS)" \
@@ -49,7 +49,7 @@ exit_code_table() {
     "${EX_REPO}" "repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)" \
     "${EX_DOCTOR_BLOCKED}" "doctor: a finding stops or breaks P2P (certain or likely)" \
     "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)" \
-    "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs, and nothing found that stops P2P" \
+    "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs (one, or none where the sysfs read lists the GPUs), and nothing found that stops P2P; no GPU identified in outputs that do not list them is 31" \
     "${EX_DOCTOR_UNREADABLE}" "doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written" \
     "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
     "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"

@@ -25,7 +25,7 @@ CTR_KERNEL=6.1.0-56-amd64
 CTR_OTHER_KERNEL=6.12.117+deb12-amd64
 # The steps ci/container-test.sh reports when it runs to the end.
 CTR_STEPS=14
-# Minutes: measured 5 here (base in the cache, a warm ccache for the
+# Minutes: measured 4-5 here (base in the cache, a warm ccache for the
 # precompiled build; the in-image build has none: 4 of the 5); a new base
 # adds about 1.
 CTR_NEED_MIN=12

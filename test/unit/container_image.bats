@@ -151,6 +151,8 @@ layer_files() {
   assert_failure 2
   container --precompiled 'bad kernel'
   assert_failure 2
+  run_build container 1.2.3 --out "${OUT}"
+  assert_failure 3
   assert_file_not_exist "${OUT}"
   run grep -c '^mmdebstrap ' "${STUB_LOG}"
   assert_output 0

@@ -285,6 +285,7 @@ STUB
   assert_failure 10
   assert_output --partial "no GSP firmware of ${FIXTURE_TAG} in /lib/firmware/nvidia/${FIXTURE_TAG}"
   assert_output --partial "sudo apt-get install firmware-nvidia-gsp-${FIXTURE_TAG}"
+  assert_output --partial "nvidia-firmware-${FIXTURE_TAG%%.*}-server-${FIXTURE_TAG} beside the -server driver"
   assert_output --partial "nvidia-firmware-999-${FIXTURE_TAG}"
   assert_previous_state
 }
