@@ -157,11 +157,12 @@ sign_dkms_conf() {
 }
 
 # sign_file_for KVER: the kernel's own scripts/sign-file (its headers', else
-# Debian's linux-kbuild-<x.y>).
+# Debian's linux-kbuild-<x.y>, else the build tree of --kernel-src).
 sign_file_for() {
   local kver=$1 f
   for f in "${P2P_ROOT}/lib/modules/${kver}/build/scripts/sign-file" \
-    "${P2P_ROOT}/usr/lib/linux-kbuild-$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"${kver}")/scripts/sign-file"; do
+    "${P2P_ROOT}/usr/lib/linux-kbuild-$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"${kver}")/scripts/sign-file" \
+    "${P2P_SYSOUT:-/nonexistent}/scripts/sign-file"; do
     [[ -x ${f} ]] && { printf '%s\n' "${f}" && return 0; }
   done
   die "${EX_SIGN}" "no scripts/sign-file for kernel ${kver} (in its headers or linux-kbuild): install its headers ($(headers_package_hint "${kver}"))"

@@ -123,7 +123,7 @@ container_check_args() {
       die "${EX_USAGE}" "--sign-key signs modules built now, so with --precompiled only; an image that builds at init signs with a key pair mounted at /run/secrets/nvidia-p2p (docs/kubernetes.md)"
     [[ -n ${P2P_SIGN_KEY} && -n ${P2P_SIGN_CERT} ]] ||
       die "${EX_USAGE}" "--sign-key and --sign-cert go together (the private key and its certificate)"
-    sign_check_pair
+    sign_check_pair "${P2P_SIGN_KEY}" "${P2P_SIGN_CERT}"
   fi
   [[ -z ${P2P_KERNEL_SRC} || -n ${P2P_CTR_PRECOMPILED} ]] ||
     die "${EX_USAGE}" "--kernel-src is for --precompiled (the headers of that kernel)"

@@ -172,3 +172,24 @@ layer_files() {
   assert_failure 10
   assert_output --partial umoci
 }
+
+@test "container --precompiled --sign-key/--sign-cert: the modules in the image carry signatures that verify; labelled signed" {
+  kernel_sign_file "${ROOT}" "${FIXTURE_KREL}"
+  make_key_pair "${BATS_TEST_TMPDIR}/keys" user
+  run_build --root "${ROOT}" container "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --out "${OUT}" --no-ccache \
+    --precompiled "${FIXTURE_KREL}" --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
+  assert_success
+  local ref="${FIXTURE_TAG%%.*}-${FIXTURE_KREL}-debian12" x="${BATS_TEST_TMPDIR}/x" m
+  mkdir -p "${x}"
+  tar -xzf "${OUT}/blobs/sha256/$(skopeo inspect "oci:${OUT}:${ref}" | grep -o 'sha256:[0-9a-f]*' | sed -n 3p | cut -d: -f2)" -C "${x}"
+  for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
+    bash -c 'source "$1/lib/66-sign.sh" && module_sig_verify "$2" "$3"' _ "${REPO_ROOT}" \
+      "${x}/usr/lib/nvidia-p2p/precompiled/${FIXTURE_KREL}/${m}.ko" "${BATS_TEST_TMPDIR}/keys/user.der" ||
+      fail "${m}.ko in the image does not verify"
+  done
+  # the private key never enters the image
+  run grep -rl "PRIVATE KEY" "${x}"
+  assert_failure
+  run skopeo inspect --config "oci:${OUT}:${ref}"
+  assert_output --partial '"nvidia-p2p.signed": "yes"'
+}
