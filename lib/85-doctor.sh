@@ -53,9 +53,9 @@ Exit codes: 0 nothing found that stops P2P and every pair has a verdict
 30 a finding stops or breaks P2P; 31 insufficient data: a pair's state, or
 why P2P fails or is slow, cannot be told (the report lists what to collect);
 32 fewer than two NVIDIA GPUs (one, or none where the sysfs read lists
-the GPUs; none identified in outputs that do not list them is 31); 33
-nothing readable (or DIR cannot be written); 2 usage; 10 no C compiler to
-build the reader.
+the GPUs; none identified in outputs that do not list them is 31);
+33 nothing readable (or DIR cannot be written); 2 usage; 10 no C compiler
+to build the reader.
 EOF
 }
 
