@@ -94,6 +94,9 @@ struct dp_ctx {
     dr_setpci sp_pending[4];
     int sp_npending, sp_loop;
     dr_setpci sp_loopreg;
+    /* the loop's devices are PLX switch ports ("for d in $(lspci | grep -i
+     * plx ...)"): its values print without their addresses */
+    int sp_plx;
     char sp_for_var[24], sp_for_bdf[16][16]; /* a shell loop's variable and its list of devices */
     int sp_for_n;
     /* lspci -t: the bus of the devices that start at each column, the domain
@@ -2266,6 +2269,49 @@ static int sp_verbose(dp_ctx *c, const char *p)
     return 1;
 }
 
+/* The devices of "for d in $(lspci ...)" are PLX switch ports: lspci's output
+ * filtered by grep for "plx" (not the loop variable's name), or -d 10b5:
+ * (PLX's vendor id). */
+static int sp_for_plx(const char *q)
+{
+    const char *l = ci_find(q, "lspci"), *g;
+    if (!l)
+        return 0;
+    if (ci_find(l, "-d 10b5:") || ci_find(l, "-d10b5:"))
+        return 1;
+    if (!(g = ci_find(l, "grep")))
+        return 0;
+    size_t seg = strcspn(g, "|);");
+    for (const char *x = g; x + 3 <= g + seg; x++)
+        if (!strncasecmp(x, "plx", 3))
+            return 1;
+    return 0;
+}
+
+/* A loop's value printed alone ("001d": "setpci -s $d REG" without an echo of
+ * $d): which device it is cannot be told, so it goes to no bridge; where the
+ * register is ACS control (ECAP_ACS+6, or 0xf2a of PLX switch ports, where
+ * NVIDIA's ACS script for PLX switches writes it), a redirect bit set is
+ * ACS redirection somewhere on the machine (as an ACSCtl line without its
+ * device).  1 when the line is such a value. */
+static int sp_loop_value(dp_ctx *c, const char *p)
+{
+    const dr_setpci *r = &c->sp_loopreg;
+    size_t digits = strspn(p, "0123456789abcdefABCDEF");
+    if (digits != (size_t)r->width * 2 || p[digits])
+        return 0;
+    int ctl = (r->acs && r->reg == 6 && r->width == 2) || (!r->acs && r->reg == 0xf2a && r->width == 2 && c->sp_plx);
+    if (ctl) {
+        long v = (long)strtoul(p, NULL, 16);
+        if (v & 0xc) {
+            setn(c, &c->m->sys.acs_unknown_ctx, 1);
+            setn(c, &c->m->sys.acs_redir_any, 1);
+        }
+    }
+    kind(c, DR_K_SETPCI);
+    return 1;
+}
+
 static void p_setpci(dp_ctx *c, const char *line)
 {
     const char *p = skip_ws(line), *q;
@@ -2274,8 +2320,10 @@ static void p_setpci(dp_ctx *c, const char *line)
         return; /* sudo's password prompt between a command and its output */
     if (!strncmp(p, "done", 4) && (!p[4] || p[4] == ';' || p[4] == ' '))
         c->sp_for_n = 0; /* the end of a shell loop */
-    else if ((q = strstr(p, "for ")) && (q == p || q[-1] == ' ' || q[-1] == ';'))
+    else if ((q = strstr(p, "for ")) && (q == p || q[-1] == ' ' || q[-1] == ';')) {
         sp_for(c, q);
+        c->sp_plx = sp_for_plx(q);
+    }
     if (c->sp_npending > 0 && digits == (size_t)c->sp_pending[0].width * 2 && !p[digits]) {
         dr_setpci r = c->sp_pending[0];
         r.value = (long)strtoul(p, NULL, 16);
@@ -2304,6 +2352,8 @@ static void p_setpci(dp_ctx *c, const char *line)
         sp_add(c, &r);
         return;
     }
+    if (c->sp_loop && *p && sp_loop_value(c, p))
+        return;
     if (c->sp_loop && *p) {
         /* a loop's "02:08.0: 001d" or "0000:02:08.0 001d" */
         char slot[24], val[16], extra;

@@ -732,6 +732,29 @@ static void t_setpci(void)
     }
     CHECK(m->files[0].kinds & DR_K_SETPCI);
     dr_model_free(m);
+    /* a loop's values printed alone (field report 91): no device, so no bridge; ACS control with a redirect
+     * bit is machine-wide redirection (0xf2a only over PLX ports: grep plx or -d 10b5:, not a variable
+     * named plx); 0000, or another register, is not */
+    m = parse1("setpci.txt", "$ for plx in $(lspci | grep -i plx | awk '{print $1}'); do sudo setpci -s ${plx} f2a.w; done\n"
+                             "[sudo] password for u:\n0000\n001d\n");
+    CHECK(m->sys.acs_unknown_ctx.v == 1 && m->sys.acs_unknown_ctx.ev.line == 4 && m->nsetpci == 0);
+    CHECK(m->files[0].kinds & DR_K_SETPCI);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "$ for plx in $(lspci | grep -i nvidia | cut -c1-7); do setpci -s $plx f2a.w; done\n001d\n");
+    CHECK(m->sys.acs_unknown_ctx.v != 1);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "$ for b in $(lspci -d 10b5: | cut -c1-7); do setpci -s $b f2a.w; done\n0000\n0000\n");
+    CHECK(m->sys.acs_unknown_ctx.v != 1);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "$ for b in $(lspci -d 10b5: | cut -c1-7); do setpci -s $b f2a.w; done\n0008\n");
+    CHECK(m->sys.acs_unknown_ctx.v == 1);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "$ for d in $(lspci -d ::0604 | cut -c1-7); do setpci -s $d ECAP_ACS+6.w; done\n005d\n");
+    CHECK(m->sys.acs_unknown_ctx.v == 1);
+    dr_model_free(m);
+    m = parse1("setpci.txt", "$ for d in $(lspci -d ::0604 | cut -c1-7); do setpci -s $d ECAP_ACS+4.w; done\n001d\n");
+    CHECK(m->sys.acs_unknown_ctx.v != 1);
+    dr_model_free(m);
     /* onto the bridges: a raw offset counts where lspci gave the ACS capability's offset */
     diag(0, NULL, "lspci.txt",
          "02:18.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane, 5-Port PCI Express Gen 3 (8.0 GT/s) Switch\n"
