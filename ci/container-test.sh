@@ -12,7 +12,8 @@
 # inspected with skopeo (entrypoint, environment, labels, annotations, two
 # layers); unpacked with umoci; `nvidia-driver init` run in a chroot of it,
 # in a private mount namespace, for KVER: it installs linux-headers-KVER with
-# apt, builds the five modules, installs the stand-in .run, writes the
+# apt, unpacks the kernel's own modules (drm, which nvidia needs) from
+# linux-image-KVER, builds the five modules, installs the stand-in .run, writes the
 # options with a kernelModuleConfig file on top, loads, publishes its root at
 # /run/nvidia/driver and waits; SIGTERM tears it down. Loading is replaced at
 # that one boundary: modprobe and rmmod in the image's /usr/local/sbin (first
@@ -57,7 +58,7 @@ main() {
   step "inspect: entrypoint, environment, labels, annotations, two layers" inspect_image
   step "unpack: umoci unpack, the module-boundary stubs in /usr/local/sbin" unpack a "${OUT}/a-bundle"
   step "init for ${KVER}: headers from apt, five modules built, userspace, options, loaded, /run/nvidia/driver published" init_runs
-  step "modules: five, version ${TAG}, vermagic ${KVER}, where modprobe finds them" init_modules
+  step "modules: five, version ${TAG}, vermagic ${KVER}, where modprobe finds them, drm from the kernel's package" init_modules
   step "options: ours with the kernelModuleConfig files on top" init_options
   step "exports: sources and Module.symvers, NVIDIA's layout linked" init_exports
   step "stop: SIGTERM unloads in order, unpublishes, removes the pid file, exit 0" init_stops
@@ -227,6 +228,8 @@ init_modules() {
     echo "${f}: version ${TAG}, vermagic ${KVER}"
   done
   grep -q "insmod /lib/modules/${KVER}/updates/nvidia-p2p/nvidia.ko" "${ROOT_A}/stub.log" || return 1
+  # their dependencies resolve to the kernel's own modules, unpacked from its package
+  grep -q "insmod /lib/modules/${KVER}/kernel/drivers/gpu/drm/drm.ko" "${ROOT_A}/stub.log" || return 1
   grep -q "insmod /lib/modules/${KVER}/updates/nvidia-p2p/nvidia-modeset.ko" "${ROOT_A}/stub.log" || return 1
 }
 

@@ -80,7 +80,7 @@ passed() {
   passed "build: the image" "reproducible:" "inspect:"
 }
 
-@test "container: init in the unpacked image builds all five modules for ${CTR_KERNEL} with headers from apt, loads them, publishes its root" {
+@test "container: init in the unpacked image builds all five modules for ${CTR_KERNEL} with headers from apt, loads them (drm from the kernel's package), publishes its root" {
   passed "unpack:" "init for" "modules:"
 }
 

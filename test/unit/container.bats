@@ -32,7 +32,7 @@ setup() {
   unset KERNEL_VERSION KERNEL_MODULE_TYPE OPEN_KERNEL_MODULES_ENABLED GPU_DIRECT_RDMA_ENABLED \
     DRIVER_CONFIG_DIGEST USE_HOST_MOFED NVIDIA_P2P_SIGN_DIR \
     CTR_UNAME CTR_MAKE_FAIL CTR_MODPROBE_FAIL CTR_RMMOD_FAIL CTR_APT_FAIL CTR_APT_NO_BUILD \
-    CTR_MOUNTED CTR_MOUNT_FAIL CTR_UMOUNT_FAIL CTR_REAL_SLEEP STANDIN_FAIL
+    CTR_MOUNTED CTR_MOUNT_FAIL CTR_UMOUNT_FAIL CTR_REAL_SLEEP STANDIN_FAIL CTR_KPKG
   CTR="${REPO_ROOT}/container/nvidia-driver"
   CFIX="${REPO_ROOT}/test/fixtures/container"
   export NVP2P_CTR_ROOT="${BATS_TEST_TMPDIR}/ctr" NVP2P_CTR_WAIT=0
@@ -62,7 +62,9 @@ teardown() {
 
 # ctr_tree: the image's files and the node's, as the container sees them.
 ctr_tree() {
+  # the kernel's own modules (kernel/) are there: none to fetch unless a test removes them
   mkdir -p "${CR}/usr/share/nvidia-p2p" "${SRC}" "${CR}/lib/modules/${CTR_KREL}/build" "${CR}/drivers" \
+    "${CR}/lib/modules/${CTR_KREL}/kernel" \
     "${CR}/etc" "${CR}/run" "${CR}/sys/module/firmware_class/parameters" "${CR}/sys/bus/pci/devices/0000:01:00.0"
   cp "${CFIX}/image.conf" "${CFIX}/nvidia-p2p.conf" "${CR}/usr/share/nvidia-p2p/"
   printf 'obj-m := nvidia.o\n' >"${SRC}/Kbuild"
@@ -115,6 +117,18 @@ fi
 rm -rf "${d}"
 STUB
   stub apt-get - <<'STUB'
+if [[ " $* " == *" download "* ]]; then
+  # the kernel's package (CTR_KPKG names the one there is), with drm.ko in it
+  [[ ${!#} == "${CTR_KPKG:-none}" ]] || { echo "E: Unable to locate package ${!#}" >&2; exit 100; }
+  t=$(mktemp -d)
+  mkdir -p "${t}/DEBIAN" "${t}/usr/lib/modules/${CTR_KREL}/kernel/drivers/gpu/drm"
+  printf 'Package: %s\nVersion: 1\nArchitecture: amd64\nMaintainer: t <t@t>\nDescription: t\n' "${!#}" >"${t}/DEBIAN/control"
+  : >"${t}/usr/lib/modules/${CTR_KREL}/kernel/drivers/gpu/drm/drm.ko"
+  : >"${t}/usr/lib/modules/${CTR_KREL}/modules.order"
+  dpkg-deb -b "${t}" "${PWD}/${!#}_1_amd64.deb" >/dev/null
+  rm -rf "${t}"
+  exit 0
+fi
 [[ " $* " == *" install "* ]] || exit 0
 [[ -z ${CTR_APT_FAIL:-} ]] || { echo "E: Unable to locate package ${!#}" >&2; exit 100; }
 [[ -n ${CTR_APT_NO_BUILD:-} ]] && exit 0
@@ -399,6 +413,7 @@ EOF
 
 @test "init: a precompiled image on its kernel copies and loads its modules, no build, no headers" {
   precompiled_image 6.1.0-56-amd64
+  mkdir -p "${CR}/lib/modules/6.1.0-56-amd64/kernel"
   CTR_UNAME=6.1.0-56-amd64 run ctr init
   assert_success
   assert_output --partial "modules precompiled for 6.1.0-56-amd64 (no build)"
@@ -895,4 +910,28 @@ EOF
   assert_line "nvidia-driver: nvidia-peermem loaded"
   run stub_log
   assert_output "$(printf 'rmmod nvidia_peermem\nchroot %s modprobe nvidia-peermem\nsleep infinity\n' "${DRV}")"
+}
+
+@test "init: the kernel's own modules missing: Debian's linux-image-<kver> (or Ubuntu's linux-modules-<kver>) is downloaded and its modules unpacked, before depmod" {
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/kernel"
+  CTR_KPKG="linux-image-${CTR_KREL}" run bash "${CTR}" init
+  assert_success
+  assert_output --partial "the kernel's own modules for ${CTR_KREL}"
+  assert_file_exists "${CR}/lib/modules/${CTR_KREL}/kernel/drivers/gpu/drm/drm.ko"
+  assert_file_exists "${CR}/lib/modules/${CTR_KREL}/modules.order"
+  run calls 'apt-get|depmod'
+  assert_output "$(printf 'apt-get -q update\napt-get -q download linux-image-%s\napt-get -q download linux-modules-%s\ndepmod %s\n' "${CTR_KREL}" "${CTR_KREL}" "${CTR_KREL}")"
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/kernel"
+  CTR_KPKG="linux-modules-${CTR_KREL}" run bash "${CTR}" init
+  assert_success
+  assert_file_exists "${CR}/lib/modules/${CTR_KREL}/kernel/drivers/gpu/drm/drm.ko"
+}
+
+@test "init: no package of the kernel's modules: a warning, and ours are loaded alone" {
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/kernel"
+  run bash "${CTR}" init
+  assert_success
+  assert_output --partial "warning: no package of kernel ${CTR_KREL}'s modules: nvidia needs drm, nvidia-modeset video, loaded on the node already"
+  run calls modprobe
+  assert_output "$(printf 'modprobe nvidia\nmodprobe nvidia-uvm\nmodprobe nvidia-modeset\n')"
 }
