@@ -332,6 +332,8 @@ build_modules() {
   for m in ${P2P_MODULES}; do
     cp -- "${bdir}/kernel-open/${m}.ko" "${P2P_MODULES_DIR}/"
   done
+  # what out-of-tree modules (and build.sh container --precompiled) link against
+  cp -- "${bdir}/kernel-open/Module.symvers" "${P2P_MODULES_DIR}/"
   printf 'tag=%s kernel=%s\n' "${tag}" "${P2P_KREL}" >"${P2P_MODULES_DIR}/BUILD-INFO"
   make_payload "${tag}" "${bdir}"
 }

@@ -34,7 +34,7 @@
 
 readonly CTR_IMAGE="nvidia-p2p-driver"
 readonly CTR_PACKAGES="bash,ca-certificates,dwarves,gcc,kmod,libc6-dev,libelf-dev,make,mount,pciutils,util-linux,xz-utils"
-# os -> suite, archive, keyring
+# os -> its suite (ctr_sources gives the archive)
 declare -grA CTR_SUITE=([debian12]=bookworm [debian13]=trixie [ubuntu22.04]=jammy [ubuntu24.04]=noble)
 
 P2P_CTR_OS=debian12
@@ -239,7 +239,7 @@ ctr_make_base() {
     "--include=${CTR_PACKAGES}" "${keyring[@]}" \
     "--customize-hook=${hook}" \
     "${suite}" "${tar}.new" "${mirrors[@]}" ||
-    die "${EX_BUILD}" "mmdebstrap ${suite} failed (its archive reachable? --mirror URL); see ${P2P_LOG_FILE:-the output above}"
+    { rm -f -- "${tar}.new" && die "${EX_BUILD}" "mmdebstrap ${suite} failed (its archive reachable? --mirror URL); see ${P2P_LOG_FILE:-the output above}"; }
   sha256sum <"${tar}.new" | cut -d' ' -f1 >"${tar}.sha256"
   mv -f -- "${tar}.new" "${tar}"
 }
@@ -260,8 +260,7 @@ container_stage() {
     install -m 0755 -- "${P2P_RUN_PATH}" "${d}/drivers/NVIDIA-Linux-x86_64-${tag}.run"
   if [[ -n ${P2P_CTR_PRECOMPILED} ]]; then
     # what out-of-tree modules link against, from the build of these modules
-    install -m 0644 -- "${P2P_WORK_DIR}/${tag}/build-${P2P_KREL}/kernel-open/Module.symvers" \
-      "${d}/usr/src/nvidia-p2p-${tag}/Module.symvers"
+    install -m 0644 -- "${P2P_MODULES_DIR}/Module.symvers" "${d}/usr/src/nvidia-p2p-${tag}/Module.symvers"
     for m in ${P2P_MODULES}; do
       install -D -m 0644 -- "${P2P_MODULES_DIR}/${m}.ko" "${d}/usr/lib/nvidia-p2p/precompiled/${P2P_CTR_PRECOMPILED}/${m}.ko"
     done
@@ -305,7 +304,8 @@ container_assemble() {
   container_layer "${wdir}/stage" "${wdir}/layer.tar"
   created=$(date -u -d "@$(ctr_epoch)" +%Y-%m-%dT%H:%M:%SZ)
   stage image "umoci: ${P2P_CTR_OS} base + nvidia-p2p ${tag} as ${ref}"
-  if ! ctr_umoci "${tag}" "${wdir}/oci" "${ref}" "${base}" "${wdir}/layer.tar" "${created}"; then
+  if ! ctr_umoci "${tag}" "${wdir}/oci" "${ref}" "${base}" "${wdir}/layer.tar" "${created}" \
+    "${wdir}/stage/usr/share/nvidia-p2p/image.conf"; then
     die "${EX_BUILD}" "umoci failed to assemble ${ref}; see ${P2P_LOG_FILE:-the output above}"
   fi
   container_check "${tag}" "${wdir}/oci:${ref}"
@@ -314,14 +314,15 @@ container_assemble() {
     die "${EX_BUILD}" "skopeo could not copy ${ref} into ${out}"
 }
 
-# ctr_umoci TAG LAYOUT REF BASE LAYER CREATED: umoci's steps (status 1 on failure).
+# ctr_umoci TAG LAYOUT REF BASE LAYER CREATED INFO: umoci's steps (status 1
+# on failure); INFO is the layer's image.conf, the labels' source.
 ctr_umoci() {
   local tag=$1 layout=$2 ref=$3 created=$6
   run_logged umoci init --layout "${layout}" &&
     run_logged umoci new --image "${layout}:${ref}" &&
     ctr_add_layer "${layout}:${ref}" "$4" "${created}" "mmdebstrap ${CTR_SUITE[${P2P_CTR_OS}]} ${CTR_PACKAGES}" &&
     ctr_add_layer "${layout}:${ref}" "$5" "${created}" "build.sh ${P2P_VERSION} container ${tag}" &&
-    container_config "${tag}" "${layout}:${ref}" "${created}" &&
+    container_config "${tag}" "${layout}:${ref}" "${created}" "$7" &&
     run_logged umoci gc --layout "${layout}"
 }
 
@@ -329,7 +330,7 @@ ctr_add_layer() {
   run_logged umoci raw add-layer --image "$1" --history.created "$3" --history.created_by "$4" "$2"
 }
 
-# container_config TAG IMAGE CREATED: entrypoint, environment, labels.
+# container_config TAG IMAGE CREATED INFO: entrypoint, environment, labels.
 container_config() {
   local tag=$1 image=$2 created=$3 k v
   local -a args=(--image "${image}" --created "${created}" --history.created "${created}"
@@ -341,16 +342,18 @@ container_config() {
     --config.stopsignal SIGTERM)
   while IFS='=' read -r k v; do
     args+=(--config.label "${k}=${v}" --manifest.annotation "${k}=${v}")
-  done < <(container_labels "${tag}" "${created}")
+  done < <(container_labels "${tag}" "${created}" "$4")
   run_logged umoci config "${args[@]}"
 }
 
+# container_labels TAG CREATED INFO: the labels (and annotations), KEY=VALUE;
+# the image's own ones from INFO, its image.conf.
 container_labels() {
   local tag=$1
   printf 'org.opencontainers.image.title=%s\n' "${CTR_IMAGE}"
   printf 'org.opencontainers.image.description=NVIDIA open kernel modules %s with the nvidia-p2p PCIe P2P series, for the GPU Operator\n' "${tag}"
   printf 'org.opencontainers.image.version=%s\n' "${tag}"
-  printf 'org.opencontainers.image.revision=%s\n' "$(series_revision)"
+  printf 'org.opencontainers.image.revision=%s\n' "$(sed -n 's/^series_revision=//p' "$3")"
   printf 'org.opencontainers.image.created=%s\n' "$2"
   printf 'org.opencontainers.image.licenses=MIT OR GPL-2.0-only\n'
   local k v
@@ -361,7 +364,7 @@ container_labels() {
       printf 'nvidia-p2p.%s=%s\n' "${k//_/-}" "${v}"
       ;;
     esac
-  done < <(container_info "${tag}")
+  done <"$3"
 }
 
 # container_check TAG IMAGE: skopeo reads the image back: its entrypoint,

@@ -193,3 +193,27 @@ layer_files() {
   run skopeo inspect --config "oci:${OUT}:${ref}"
   assert_output --partial '"nvidia-p2p.signed": "yes"'
 }
+
+@test "container: umoci failing exits 8 and leaves no image" {
+  local real
+  real=$(type -P umoci)
+  stub umoci - <<STUB
+[[ \$1 == raw ]] && { echo "umoci: add-layer: fake failure" >&2; exit 1; }
+exec ${real} "\$@"
+STUB
+  container
+  assert_failure 8
+  assert_output --partial "umoci failed to assemble ${FIXTURE_TAG}-debian12"
+  assert_file_not_exist "${OUT}"
+}
+
+@test "container --precompiled KVER --kernel-src DIR of another kernel: refused (2) before anything is built" {
+  fixture_kernel "${BATS_TEST_TMPDIR}/k" 6.1.0-98-other
+  run_build container "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --out "${OUT}" --no-ccache \
+    --precompiled "${FIXTURE_KREL}" --kernel-src "${BATS_TEST_TMPDIR}/k/usr/src/linux-headers-6.1.0-98-other"
+  assert_failure 2
+  assert_output --partial "--kernel-src is kernel 6.1.0-98-other, not --precompiled ${FIXTURE_KREL}"
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+  assert_file_not_exist "${OUT}"
+}
