@@ -63,18 +63,7 @@ setup() {
 }
 
 # passed PREFIX...: the steps whose names start with each PREFIX passed.
-passed() {
-  local p line
-  for p in "$@"; do
-    line=$(grep -E "^(PASS|FAIL) ${p}" "${C_STEPS}" | head -n 1) || true
-    if [[ ${line} != PASS* ]]; then
-      cat "${C_STEPS}"
-      tail -n 60 "${C_LOG:-/dev/null}" 2>/dev/null || true
-      echo "step '${p}': ${line:-did not run}"
-      return 1
-    fi
-  done
-}
+passed() { passed_in "${C_STEPS}" "${C_LOG:-}" "$@"; }
 
 @test "container: the image builds, twice to the same digests, and skopeo reads its entrypoint, labels and layers" {
   passed "build: the image" "reproducible:" "inspect:"

@@ -101,18 +101,7 @@ setup() {
 
 # passed PREFIX...: the steps whose names start with each PREFIX passed
 # (the whole step list and, on a failure, the log's tail are shown).
-passed() {
-  local p line
-  for p in "$@"; do
-    line=$(grep -E "^(PASS|FAIL) ${p}" "${D_STEPS}" | head -n 1) || true
-    if [[ ${line} != PASS* ]]; then
-      cat "${D_STEPS}"
-      tail -n 40 "${D_LOG:-/dev/null}" 2>/dev/null || true
-      echo "step '${p}': ${line:-did not run}"
-      return 1
-    fi
-  done
-}
+passed() { passed_in "${D_STEPS}" "${D_LOG:-}" "$@"; }
 
 @test "dkms chroot: the run names two kernels and real dkms" {
   run grep -E '^kernels: ' "${D_STEPS}"

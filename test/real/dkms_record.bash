@@ -205,3 +205,20 @@ turn_yield() {
     fi
   done <"${turns}"
 }
+
+# passed_in STEPS LOG PREFIX...: the steps (PASS/FAIL lines in STEPS) whose
+# names start with each PREFIX passed; otherwise the step list, LOG's tail
+# and the step that did not pass are shown (status 1).
+passed_in() {
+  local steps=$1 log=$2 p line
+  shift 2
+  for p in "$@"; do
+    line=$(grep -E "^(PASS|FAIL) ${p}" "${steps}" | head -n 1) || true
+    if [[ ${line} != PASS* ]]; then
+      cat "${steps}"
+      tail -n 60 "${log:-/dev/null}" 2>/dev/null || true
+      echo "step '${p}': ${line:-did not run}"
+      return 1
+    fi
+  done
+}

@@ -709,3 +709,20 @@ STATE
 /usr/src/linux-headers-6.1.0-56-common d 755 
 4567  /lib/modules/6.12.117+deb12-amd64/modules.dep"
 }
+
+@test "passed_in: the heavy tests' step check passes on PASS lines, and fails showing the step that failed or did not run" {
+  load ../real/dkms_record
+  local steps="${BATS_TEST_TMPDIR}/steps" log="${BATS_TEST_TMPDIR}/log"
+  printf 'PASS build: the image (3s)\nFAIL stop: SIGTERM (1s, exit 1; see log)\n' >"${steps}"
+  printf 'the log tail\n' >"${log}"
+  run passed_in "${steps}" "${log}" "build:"
+  assert_success
+  assert_output ""
+  run passed_in "${steps}" "${log}" "build:" "stop:"
+  assert_failure
+  assert_line "the log tail"
+  assert_line "step 'stop:': FAIL stop: SIGTERM (1s, exit 1; see log)"
+  run passed_in "${steps}" "${log}" "never:"
+  assert_failure
+  assert_line "step 'never:': did not run"
+}
