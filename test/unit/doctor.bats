@@ -336,6 +336,33 @@ print("ok")' "${output}"
   refute_output --partial "slower than host staging"
 }
 
+@test "p2p-verify --json's hazard tests: a failed one is its own finding, the pair not-possible; a self-test's is none" {
+  # the fixture lives beside p2p-verify's unit tests (verify/tests/fixtures): a 2x 4090 JSON whose
+  # ordering test failed GPU0->GPU1 and stale test GPU1->GPU0, the rest passed, refused or not applicable
+  local d="${BATS_TEST_TMPDIR}/hz"
+  mkdir -p "${d}"
+  cp "${REPO_ROOT}/verify/tests/fixtures/verify-json-hazards.json" "${d}/p2p-verify.json"
+  run "${DOCTOR}" --from "${d}"
+  assert_failure 30
+  assert_line --regexp '^  verify-ordering \(GPU0-GPU1\) \[blocks, certain\]$'
+  assert_line --regexp '^  verify-stale \(GPU0-GPU1\) \[blocks, certain\]$'
+  assert_output --partial "hazards: GPU0->GPU1 ordering: FAIL: round 3: the reader on GPU1 saw the flag before the data"
+  assert_output --partial "p2p-verify's hazard test failed (stale): P2P must not be used as it is"
+  refute_output --partial "p2p-data-corruption"
+  refute_output --partial "verify-atomics-lost"
+  local id
+  for id in verify-compressible-corrupt verify-atomics-lost verify-ordering verify-stale verify-managed; do
+    run "${DOCTOR}" --list-ids
+    assert_line "${id}"
+  done
+  # the same JSON from a hazard self-test: injected on purpose, nothing found
+  sed -i 's/"self_test": null,$/"self_test": "stale",/' "${d}/p2p-verify.json"
+  run "${DOCTOR}" --from "${d}"
+  refute_output --partial "verify-ordering"
+  refute_output --partial "verify-stale"
+  assert_output --partial "p2p-verify --self-test injected corruption on purpose"
+}
+
 @test "the NVLink keep risk of 535-570 (p2p-0006): a bridged pair failing peer access is named with --nvlink off" {
   run "${DOCTOR}" --from "${REPO_ROOT}/test/fixtures/doctor/s32-nvlink-keep-570-peer-fails"
   assert_failure 30

@@ -69,6 +69,7 @@ gpu_present() {
     run "${TOOL}" --help
     assert_success
     for needle in --pairs --sizes --quick --no-nccl --no-perf --perf-peer-off --json --self-test --nccl-lib \
+        --no-hazards --managed 'Xid 31' 'Xid 154' comp-corrupt lost-update flag-before-data managed-corrupt \
         ' 0  every pair' ' 2  usage error' '20  no P2P' '21  data corruption' \
         '22  CUDA/runtime error' '23  NCCL error' '24  fewer than two GPUs'; do
         assert_output --partial "${needle}"
@@ -87,6 +88,12 @@ gpu_present() {
     assert_equal "${status}" 2
     assert_output --partial 'unknown mode'
     run "${TOOL}" --pairs 0-0
+    assert_equal "${status}" 2
+    # the managed-memory test is opt-in: its self-test too
+    run "${TOOL}" --self-test managed-corrupt
+    assert_equal "${status}" 2
+    assert_output --partial '--self-test managed-corrupt needs --managed'
+    run "${TOOL}" --managed=yes
     assert_equal "${status}" 2
 }
 
@@ -134,6 +141,12 @@ gpu_count() {
     local mode
     for mode in zero-chunk drop-chunk flip-bit; do
         run "${TOOL}" --self-test "${mode}" --pairs 0-1
+        if [[ ${status} -eq 22 ]] && [[ ${output} =~ GPU0-\>GPU1\ +${test}\ +(not\ applicable|refused) ]]; then
+            # a GPU without compressible memory (or a driver refusing to share it): nothing to inject into,
+            # and the self-test says so instead of passing
+            assert_output --partial "self-test ${mode}: no failure was injected"
+            continue
+        fi
         assert_equal "${status}" 21
         assert_output --regexp 'CORRUPTION GPU0->GPU1 cudaMemcpyPeerAsync size=[0-9]+ first bad offset 0x[0-9a-f]+: expected 0x[0-9a-f]{2} found 0x[0-9a-f]{2}'
         assert_output --partial "self-test: ${mode} injected at offset"
@@ -142,8 +155,31 @@ gpu_count() {
     done
 }
 
+@test "p2p-verify hazard self-tests: each injected failure is caught (exit 21) on >= 2 GPUs" {
+    build_tool
+    if [[ "$(gpu_count)" -lt 2 ]]; then
+        skip "needs two GPUs"
+    fi
+    local mode test
+    for mode in comp-corrupt:compressible lost-update:atomics flag-before-data:ordering stale:stale; do
+        test="${mode#*:}"
+        mode="${mode%%:*}"
+        run "${TOOL}" --self-test "${mode}" --pairs 0-1
+        if [[ ${status} -eq 22 ]] && [[ ${output} =~ GPU0-\>GPU1\ +${test}\ +(not\ applicable|refused) ]]; then
+            # a GPU without compressible memory (or a driver refusing to share it): nothing to inject into,
+            # and the self-test says so instead of passing
+            assert_output --partial "self-test ${mode}: no failure was injected"
+            continue
+        fi
+        assert_equal "${status}" 21
+        assert_output --regexp "GPU0->GPU1 +${test} +FAIL: "
+        assert_output --partial "^ self-test: ${mode} injected"
+        refute_output --partial 'SELF-TEST MISSED'
+    done
+}
+
 @test "verify shell scripts are shellcheck-clean" {
     command -v shellcheck >/dev/null 2>&1 || skip "shellcheck not found"
-    run shellcheck -x "${VERIFY_DIR}/bench/run-h200.sh"
+    run shellcheck -x "${VERIFY_DIR}/bench/run-h200.sh" "${VERIFY_DIR}/bench/run-hazards.sh"
     assert_success
 }

@@ -25,11 +25,53 @@ enum {
 
 enum { PV_M_CE = 0, PV_M_SM_STORE = 1, PV_M_SM_LOAD = 2, PV_M_COUNT = 3 };
 enum { PV_INT_OK = 0, PV_INT_CORRUPT = 1, PV_INT_SKIPPED = 2, PV_INT_ERROR = 3 };
-enum { PV_ST_NONE = 0, PV_ST_ZERO_CHUNK, PV_ST_DROP_CHUNK, PV_ST_FLIP_BIT };
+/* --self-test modes: the integrity checker's (zero-chunk ... flip-bit), then
+ * one per hazard test (comp-corrupt ... managed-corrupt, PV_ST_FIRST_HAZARD on). */
+enum {
+    PV_ST_NONE = 0,
+    PV_ST_ZERO_CHUNK,
+    PV_ST_DROP_CHUNK,
+    PV_ST_FLIP_BIT,
+    PV_ST_COMP_CORRUPT,
+    PV_ST_LOST_UPDATE,
+    PV_ST_FLAG_BEFORE_DATA,
+    PV_ST_STALE,
+    PV_ST_MANAGED_CORRUPT
+};
+#define PV_ST_FIRST_HAZARD PV_ST_COMP_CORRUPT
 enum { PV_LINK_UNKNOWN = 0, PV_LINK_PCIE = 1, PV_LINK_NVLINK = 2 };
 enum { PV_NCCL_NOT_RUN = 0, PV_NCCL_SKIP = 1, PV_NCCL_RAN = 2 };
 
 #define PV_NUM_CASES 3
+
+/* Hazard tests (hazards.c): one result per selected ordered pair and test. */
+enum { PV_HZ_COMPRESSIBLE = 0, PV_HZ_ATOMICS, PV_HZ_ORDERING, PV_HZ_STALE, PV_HZ_MANAGED, PV_HZ_COUNT };
+/* Their outcome.  REFUSED (CUDA refused the mapping or access), NA (the GPU
+ * or driver lacks what the test needs) and SKIPPED (not asked for, or no peer
+ * access, or too little memory) are no failures; FAIL is wrong data, a lost
+ * update, the flag before the data, stale data (exit 21); ERROR a CUDA error
+ * (exit 22). */
+enum { PV_HZS_NOT_RUN = 0, PV_HZS_PASS, PV_HZS_REFUSED, PV_HZS_NA, PV_HZS_SKIPPED, PV_HZS_FAIL, PV_HZS_ERROR };
+
+typedef struct {
+    int src, dst;              /* GPU src is the peer, GPU dst owns the memory (ordering: src writes
+                                  into dst's memory, a kernel on dst reads it) */
+    int test;                  /* PV_HZ_* */
+    int status;                /* PV_HZS_* */
+    int ran;                   /* kernels ran on the GPUs (0: decided before, or the checker alone) */
+    unsigned long long checked;/* bytes checked (atomics: updates counted) */
+    unsigned long long nbad;   /* bad bytes (ordering: words; atomics: counters) */
+    long long first_bad;       /* byte offset (ordering: word; atomics: counter) of the first; -1 none */
+    unsigned long long expected, found; /* there */
+    unsigned long long nalt;   /* stale: bad bytes holding A's data; atomics: updates lost */
+    int round, rounds;         /* the (1-based) round that failed; rounds run */
+    unsigned long long guard_bad; /* compressible: bytes of the host guard that changed */
+    long long guard_first;     /* offset of the first, -1 none */
+    int injected;              /* --self-test injected this test's failure */
+    double seconds;
+    char what[48];             /* the step that saw it ("peer read", "owner read", "host guard" ...) */
+    char note[200];            /* refused / not applicable / skipped / error: why */
+} pv_hz_result;
 
 typedef struct {
     int src, dst, method, size_idx, case_idx, iter;
@@ -137,11 +179,16 @@ typedef struct {
     int self_test;
     int perf_peer_off; /* --perf-peer-off */
     int quick;
+    int managed;       /* --managed: the managed-memory test is opted in */
 
     /* integrity */
     int integrity_ran;
     int nint;
     pv_int_result *ints;       /* nint entries */
+
+    /* hazard tests: hz[k] belongs to pair k (pair_src[k] -> pair_dst[k]) */
+    int hazards_ran;
+    pv_hz_result hz[PV_MAX_PAIRS][PV_HZ_COUNT];
 
     /* performance */
     int perf_ran;

@@ -83,6 +83,8 @@ enum {
     DR_OBS_CORRUPT,    /* wrong data: val 1; val 0 = checked and intact */
     DR_OBS_LIMIT,      /* the limit of the P2P path as p2p-verify computed it: x, GB/s per
                           direction; text = the path's type (nvlink, pcie) */
+    DR_OBS_HAZARD,     /* a p2p-verify hazard test failed (not a self-test's injection): text =
+                          the test (compressible, atomics, ordering, stale, managed); val 1 */
 };
 enum { DR_BW_UNI = 1, DR_BW_BI, DR_BW_LAT };
 

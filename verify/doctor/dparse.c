@@ -2954,6 +2954,31 @@ static void js_nccl(dp_ctx *c, const dj_doc *d)
     }
 }
 
+/* p2p-verify --json's hazard tests: each one that failed (an injected
+ * failure of --self-test is none), with its result line. */
+static void js_hazards(dp_ctx *c, const dj_doc *d)
+{
+    int hz = dj_get(d, 0, "hazards");
+    int st = dj_get(d, hz, "self_test");
+    if (st >= 0 && d->nodes[st].type != DJ_NULL)
+        dr_set(&c->m->sys.selftest, 1, NULL);
+    int res = dj_get(d, hz, "results");
+    int nres = res >= 0 ? d->nodes[res].nchild : 0;
+    for (int i = 0, x = dj_at(d, res, 0); i < nres && x >= 0; i++, x = d->nodes[x].next) {
+        char stt[24], test[16], line[140], text[DR_EV_TEXT];
+        dj_str(d, dj_get(d, x, "status"), stt, sizeof stt);
+        if (strcmp(stt, "fail") != 0 || dj_bool(d, dj_get(d, x, "injected")) == 1)
+            continue;
+        dj_str(d, dj_get(d, x, "test"), test, sizeof test);
+        dj_str(d, dj_get(d, x, "result"), line, sizeof line);
+        int a = (int)dj_num(d, dj_get(d, x, "src"), -1), b = (int)dj_num(d, dj_get(d, x, "dst"), -1);
+        dr_ev e;
+        snprintf(text, sizeof text, "hazards: GPU%d->GPU%d %s: %s", a, b, test, line);
+        evt(c, &e, text);
+        pobs_add(c, DR_OBS_HAZARD, DR_NS_CUDA, a, b, 1, 0, 0, test, &e);
+    }
+}
+
 static void js_verify(dp_ctx *c, const dj_doc *d)
 {
     dr_model *m = c->m;
@@ -3046,6 +3071,7 @@ static void js_verify(dp_ctx *c, const dj_doc *d)
         evt(c, &e, text);
         pobs_add(c, DR_OBS_CORRUPT, DR_NS_CUDA, a, b, stt[0] == 'c', 0, 0, NULL, &e);
     }
+    js_hazards(c, d);
     int vd = dj_get(d, 0, "verdict");
     double code = dj_num(d, dj_get(d, vd, "exit_code"), -1);
     if (code >= 0) {

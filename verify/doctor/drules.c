@@ -25,7 +25,58 @@ const char *const dr_finding_ids[] = {
     "regkeys-wrong-generation",
     "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
     "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine",
-    "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed", NULL};
+    "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed",
+    "verify-compressible-corrupt", "verify-atomics-lost", "verify-ordering", "verify-stale", "verify-managed", NULL};
+
+/* p2p-verify's hazard tests (its --json "hazards"): a failed one is a finding
+ * of its own, a symptom like p2p-data-corruption (no cause of missing P2P). */
+#define DR_NHAZ 5
+static const struct {
+    const char *test, *id, *summary, *fix;
+} k_hazard[DR_NHAZ] = {
+    {"compressible", "verify-compressible-corrupt",
+     "p2p-verify's compressible-memory test failed: memory allocated with CU_MEM_ALLOCATION_COMP_GENERIC and shared "
+     "with the peer (cuMemSetAccess) held wrong data, or a write landed in host RAM",
+     "keep compressible allocations away from P2P between these GPUs (allocate peer buffers without "
+     "CU_MEM_ALLOCATION_COMP_GENERIC), or NCCL_P2P_DISABLE=1; please report it with the bundle of build.sh doctor "
+     "--collect"},
+    {"atomics", "verify-atomics-lost",
+     "p2p-verify's atomics test failed: the driver reports native peer atomics, yet atomicAdd from both GPUs on the "
+     "same counters lost updates",
+     "do not use peer atomics between these GPUs (programs that do: NCCL_P2P_DISABLE=1, or no P2P); please report "
+     "it with the bundle of build.sh doctor --collect"},
+    {"ordering", "verify-ordering",
+     "p2p-verify's ordering test failed: a kernel saw a flag in host memory before the data that the peer wrote "
+     "ahead of it (with __threadfence_system() between)",
+     "peer writes can arrive after a later flag: anything that hands data between GPUs through flags (NCCL among "
+     "them) may read stale data; NCCL_P2P_DISABLE=1 until it is fixed; please report it with the bundle of build.sh "
+     "doctor --collect"},
+    {"stale", "verify-stale",
+     "p2p-verify's stale-mapping test failed: after memory was unmapped and other memory mapped at the same address, "
+     "the peer read wrong (or the old) data",
+     "a peer keeps stale mappings: allocators that free and reuse memory (every framework's) can hand wrong data "
+     "over P2P; NCCL_P2P_DISABLE=1 until it is fixed; please report it with the bundle of build.sh doctor --collect"},
+    {"managed", "verify-managed",
+     "p2p-verify's managed-memory test failed: memory from cudaMallocManaged, used by both GPUs, held wrong data",
+     "do not share managed memory (cudaMallocManaged) between these GPUs with P2P on this driver; please report it "
+     "with the bundle of build.sh doctor --collect"},
+};
+
+static int hazard_index(const char *test)
+{
+    for (int k = 0; k < DR_NHAZ; k++)
+        if (!strcmp(k_hazard[k].test, test))
+            return k;
+    return -1;
+}
+
+static int is_hazard_id(const char *id)
+{
+    for (int k = 0; k < DR_NHAZ; k++)
+        if (!strcmp(k_hazard[k].id, id))
+            return 1;
+    return 0;
+}
 
 const char *dr_verdict_name(int v)
 {
@@ -378,6 +429,8 @@ typedef struct {
     unsigned cap_ok; /* topo -p2p modes that report OK: 1 r, 2 w */
     int cap_bad;     /* a topo -p2p mode that reports anything else */
     int nccl_shm;    /* NCCL chose SHM (not P2P) with P2P allowed */
+    unsigned hazard; /* p2p-verify hazard tests that failed (bit k: k_hazard[k]) */
+    dr_ev hazard_ev[DR_NHAZ];
 } pobs_sum;
 
 typedef struct {
@@ -389,6 +442,7 @@ typedef struct {
     dr_ev corrupt_unpaired_ev;
     int new_keys; /* the module (or tag) numbers RMForceP2PType the 575 way: 1, 0 older, -1 unknown */
     int unexplained; /* a pair's state, or why P2P fails, cannot be told (exit 31) */
+    int hazard_any;  /* a p2p-verify hazard test failed on some pair */
 } ctx;
 
 #define PS(c, a, b) (&(c)->ps[(size_t)(a) * DR_MAX_GPUS + (size_t)(b)])
@@ -501,6 +555,15 @@ static void summarize_pobs(ctx *c)
             s->limit = o->x;
             snprintf(s->limit_type, sizeof s->limit_type, "%s", o->text);
             break;
+        case DR_OBS_HAZARD: {
+            int k = hazard_index(o->text);
+            if (m->sys.selftest.v == 1 || k < 0 || (s->hazard & (1u << k)))
+                break;
+            s->hazard |= 1u << k;
+            s->hazard_ev[k] = o->ev;
+            c->hazard_any = 1;
+            break;
+        }
         case DR_OBS_CORRUPT:
             if (m->sys.selftest.v == 1)
                 break; /* p2p-verify --self-test: corruption was injected */
@@ -1771,7 +1834,7 @@ static void rule_corruption(ctx *c)
             f_ev(f, &s->nccl_wrong.ev);
         }
     }
-    if (s->verify_status.v == 21) {
+    if (s->verify_status.v == 21 && !c->hazard_any) { /* (a failed hazard test has its own finding) */
         f = finding(d, "p2p-data-corruption", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
         if (f) {
             SUMMARY(f, "p2p-verify found corrupted peer copies (verdict CORRUPTION)");
@@ -1783,6 +1846,29 @@ static void rule_corruption(ctx *c)
             FIX(&d->f[i], "do not use P2P here until the cause is fixed (NCCL_P2P_DISABLE=1 meanwhile); the usual "
                            "causes are an IOMMU translating peer writes (iommu=pt), a display on the GPU, and ACS "
                            "redirection; rerun build.sh verify after each change");
+}
+
+/* p2p-verify's hazard tests that failed: one finding per test and pair. */
+static void rule_hazards(ctx *c)
+{
+    dr_model *m = c->m;
+    if (!c->hazard_any)
+        return;
+    for (int a = 0; a < m->ngpus; a++)
+        for (int b = 0; b < m->ngpus; b++) {
+            pobs_sum *p = a == b ? NULL : PS(c, a, b);
+            for (int k = 0; p && k < DR_NHAZ; k++) {
+                if (!(p->hazard & (1u << k)))
+                    continue;
+                int lo = a < b ? a : b, hi = a < b ? b : a;
+                dr_finding *f = finding(c->d, k_hazard[k].id, DR_SCOPE_PAIR, lo, hi, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+                if (!f)
+                    continue;
+                SUMMARY(f, "%s", k_hazard[k].summary);
+                FIX(f, "%s", k_hazard[k].fix);
+                f_ev(f, &p->hazard_ev[k]);
+            }
+        }
 }
 
 /* ------------------------------------------------------------ verdicts */
@@ -1801,7 +1887,8 @@ static int finding_applies(const dr_finding *f, int a, int b)
 /* Findings that explain no P2P (corruption is a symptom, not a cause). */
 static int is_cause(const dr_finding *f)
 {
-    return strcmp(f->id, "p2p-data-corruption") != 0 && strcmp(f->id, "insufficient-data") != 0;
+    return strcmp(f->id, "p2p-data-corruption") != 0 && strcmp(f->id, "insufficient-data") != 0 &&
+           !is_hazard_id(f->id);
 }
 
 static void pair_causes(ctx *c, dr_pairv *v)
@@ -1865,6 +1952,19 @@ static void verdicts(ctx *c)
                 v->basis = DR_BASIS_OBSERVED;
                 v->ev = s->corrupt_ev;
                 snprintf(v->why, sizeof v->why, "peer copies delivered wrong data: P2P must not be used");
+            } else if (s->hazard) {
+                v->verdict = DR_V_NONE;
+                v->basis = DR_BASIS_OBSERVED;
+                char tests[80] = "";
+                for (int k = 0; k < DR_NHAZ; k++)
+                    if (s->hazard & (1u << k)) {
+                        if (!tests[0])
+                            v->ev = s->hazard_ev[k];
+                        size_t l = strlen(tests);
+                        snprintf(tests + l, sizeof tests - l, "%s%s", l ? ", " : "", k_hazard[k].test);
+                    }
+                snprintf(v->why, sizeof v->why, "p2p-verify's hazard test%s failed (%s): P2P must not be used as it is",
+                         strchr(tests, ',') ? "s" : "", tests);
             } else if (err == 1 || (err == -1 && n == 2)) {
                 v->verdict = DR_V_NONE;
                 v->basis = DR_BASIS_OBSERVED;
@@ -2470,7 +2570,7 @@ static void rule_insufficient(ctx *c)
     }
     if (m->sys.p2p_error.v == 1 || symptom_unexplained(d))
         unexplained = 1;
-    int corrupt = has_finding(d, "p2p-data-corruption");
+    int corrupt = has_finding(d, "p2p-data-corruption") || c->hazard_any;
     int cause = 0;
     for (int i = 0; i < d->nf; i++)
         if (is_cause(&d->f[i]) && d->f[i].severity == DR_SEV_BLOCKS && d->f[i].certainty >= DR_CERT_LIKELY)
@@ -2680,6 +2780,7 @@ int dr_diagnose(dr_model *m, const dr_opts *o, dr_diag *d)
     rule_nvlink_keep(&c);
     rule_symptoms(&c);
     rule_corruption(&c);
+    rule_hazards(&c);
     verdicts(&c);
     rule_stock_guess(&c);
     rule_insufficient(&c);

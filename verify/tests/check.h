@@ -54,6 +54,9 @@ char *slurp(const char *name);
 /* Every check of the JSON validator: 1 when s is one JSON value. */
 int json_valid(const char *s);
 
+/* test_hazards.c */
+void test_hazards(void);
+
 /* test_doctor.c */
 void test_doctor_parsers(void);
 void test_doctor_rules(void);

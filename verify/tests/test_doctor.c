@@ -939,6 +939,76 @@ static void t_matrix_bad(void)
     dr_model_free(m);
 }
 
+/* s with the first `from` replaced by `to` (malloc'ed). */
+static char *replace1(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    size_t n = strlen(s) + strlen(to) + 1;
+    char *o = malloc(n);
+    if (!p) {
+        snprintf(o, n, "%s", s);
+        return o;
+    }
+    snprintf(o, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return o;
+}
+
+/* p2p-verify --json's hazard tests: a failed one is a finding of its own,
+ * the pair must not use P2P; a self-test's injection is none. */
+static void t_verify_hazards(void)
+{
+    char *js = slurp("verify-json-hazards.json");
+    if (!js)
+        return;
+    dr_model *m = parse1("p2p-verify.json", js);
+    int n = 0;
+    for (int i = 0; i < m->npobs; i++)
+        n += m->pobs[i].kind == DR_OBS_HAZARD;
+    CHECK_INT(n, 2); /* ordering 0->1, stale 1->0: not the refused, not-applicable, skipped or passed ones */
+    const dr_pobs *o = pobs_of(m, DR_OBS_HAZARD, 1, 0);
+    CHECK(o && !strcmp(o->text, "stale") && strstr(o->ev.text, "hazards: GPU1->GPU0 stale: FAIL: round 1"));
+    dr_diag d;
+    dr_opts op;
+    memset(&op, 0, sizeof op);
+    dr_diagnose(m, &op, &d);
+    CHECK(has_id(&d, "verify-ordering"));
+    CHECK(has_id(&d, "verify-stale"));
+    CHECK(!has_id(&d, "verify-atomics-lost") && !has_id(&d, "verify-compressible-corrupt") &&
+          !has_id(&d, "verify-managed"));
+    CHECK(!has_id(&d, "p2p-data-corruption")); /* the verdict's 21 is the hazards' */
+    const dr_finding *f = get_id(&d, "verify-ordering");
+    CHECK(f && f->scope == DR_SCOPE_PAIR && f->severity == DR_SEV_BLOCKS && f->certainty == DR_CERT_CERTAIN);
+    CHECK(f && f->nev == 1 && strstr(f->fix, "NCCL_P2P_DISABLE=1"));
+    CHECK_INT(d.exit_code, DR_EXIT_BLOCKED);
+    int none = 0;
+    for (int i = 0; i < d.npairs; i++)
+        if (d.pairs[i].verdict == DR_V_NONE && strstr(d.pairs[i].why, "hazard test failed ("))
+            none++;
+    CHECK_INT(none, 2);
+    dr_diag_free(&d);
+    dr_model_free(m);
+
+    /* a hazard self-test: its failure was injected; nothing is found */
+    char *st = replace1(js, "\"self_test\": null,\n    \"tests\"", "\"self_test\": \"stale\",\n    \"tests\"");
+    CHECK(strcmp(st, js) != 0);
+    m = parse1("p2p-verify.json", st);
+    dr_diagnose(m, &op, &d);
+    CHECK(!has_id(&d, "verify-ordering") && !has_id(&d, "verify-stale") && !has_id(&d, "p2p-data-corruption"));
+    CHECK(has_note(m, "--self-test injected corruption on purpose"));
+    dr_diag_free(&d);
+    dr_model_free(m);
+    free(st);
+    /* an injected result is none, even without the self-test named */
+    st = replace1(js, "\"bad_bytes_of_a\": 2088820,", "\"bad_bytes_of_a\": 2088820, \"injected\": true,");
+    m = parse1("p2p-verify.json", st);
+    dr_diagnose(m, &op, &d);
+    CHECK(has_id(&d, "verify-ordering") && !has_id(&d, "verify-stale"));
+    dr_diag_free(&d);
+    dr_model_free(m);
+    free(st);
+    free(js);
+}
+
 void test_doctor_parsers(void)
 {
     t_more_forms();
@@ -961,6 +1031,7 @@ void test_doctor_parsers(void)
     t_nccl_runs();
     t_verify_more();
     t_matrix_bad();
+    t_verify_hazards();
 }
 
 /* ------------------------------------------------------------ rules */

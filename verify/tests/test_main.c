@@ -1021,6 +1021,7 @@ int main(int argc, char **argv)
         {"limits", test_limits},   {"verdict", test_verdict},       {"keep_risk_hints", test_keep_risk_and_hints},       {"matrix_format", test_matrix_format},
         {"json", test_json},       {"options", test_options},       {"nccl_parse", test_nccl_parse},
         {"pattern", test_pattern}, {"sysparse", test_sysparse}, {"selftest_report", test_selftest_report},
+        {"hazards", test_hazards},
         {"doctor_parse", test_doctor_parsers}, {"doctor_rules", test_doctor_rules},
         {"doctor_symptoms", test_doctor_symptoms},
         {"doctor_input", test_doctor_input}, {"doctor_json", test_doctor_json_reader},

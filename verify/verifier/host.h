@@ -1,5 +1,5 @@
-/* host.h - what p2p-verify's CUDA-side host units (main, topo, integrity, perf,
- * nccl_run) share: their entry points and the recording of a CUDA error. */
+/* host.h - what p2p-verify's CUDA-side host units (main, topo, integrity, hazards,
+ * perf, nccl_run) share: their entry points and the recording of a CUDA error. */
 #ifndef P2PV_HOST_H
 #define P2PV_HOST_H
 
@@ -23,6 +23,7 @@ int pv_cuda_fail(pv_results *r, cudaError_t e, const char *what, const char *fil
 int pv_gather_topology(pv_results *r);
 int pv_enable_peer(pv_results *r, int i, int j);
 int pv_run_integrity(pv_results *r, const pv_options *o);
+int pv_run_hazards(pv_results *r, const pv_options *o);
 int pv_run_perf(pv_results *r, const pv_options *o);
 int pv_run_nccl(pv_results *r, const pv_options *o);
 int pv_nccl_child_main(int argc, char **argv);

@@ -181,6 +181,138 @@ __global__ void k_check_float(const float *p, size_t count, int nranks, pv_dev_c
     }
 }
 
+__global__ void k_hz_reset(pv_hz_dev *res)
+{
+    res->first_key = ~0ull;
+    res->nbad = 0;
+    res->nalt = 0;
+    res->timed_out = 0;
+    res->pad = 0;
+}
+
+__global__ void k_hz_fill(uint8_t *base, size_t len, uint64_t seed, unsigned shift)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < len / 16; w += stride) {
+        uint4 v;
+        uint8_t *b = reinterpret_cast<uint8_t *>(&v);
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            b[i] = pv_hz_byte(seed, w * 16 + i, shift);
+        reinterpret_cast<uint4 *>(base)[w] = v;
+    }
+}
+
+__global__ void k_hz_check(const uint8_t *base, size_t len, uint64_t seed, unsigned shift, uint64_t alt, int use_alt,
+                           pv_hz_dev *res)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned long long first = ~0ull, nbad = 0, nalt = 0;
+    for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < len / 16; w += stride) {
+        uint4 v = reinterpret_cast<const uint4 *>(base)[w];
+        const uint8_t *b = reinterpret_cast<const uint8_t *>(&v);
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            size_t p = w * 16 + i;
+            if (b[i] != pv_hz_byte(seed, p, shift)) {
+                unsigned long long key = ((unsigned long long)p << 8) | b[i];
+                if (key < first)
+                    first = key;
+                nbad++;
+                if (use_alt && b[i] == pv_hz_byte(alt, p, shift))
+                    nalt++;
+            }
+        }
+    }
+    if (nbad) {
+        atomicMin(&res->first_key, first);
+        atomicAdd(&res->nbad, nbad);
+        atomicAdd(&res->nalt, nalt);
+    }
+}
+
+__global__ void k_atomic_add(unsigned long long *ctr, int n, unsigned long long inc, int iters)
+{
+    unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    for (int i = 0; i < iters; i++)
+        atomicAdd_system(&ctr[(t + (unsigned long long)i) % (unsigned long long)n], inc);
+}
+
+__global__ void k_order_write(uint32_t *data, size_t nwords, unsigned int *done, volatile int *flag, volatile int *ack,
+                              int round, uint64_t seed, int inject, unsigned long long timeout_ns)
+{
+    if (inject) {
+        /* self-test flag-before-data: the flag first, the data once the reader has read */
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            __threadfence_system();
+            *flag = round;
+        }
+        if (threadIdx.x == 0) {
+            unsigned long long t0 = globaltimer();
+            while (*ack != round && globaltimer() - t0 < timeout_ns)
+                ;
+        }
+        __syncthreads();
+    }
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < nwords; k += stride)
+        data[k] = pv_order_word(seed, round, k);
+    if (inject)
+        return;
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int prev = atomicAdd(done, 1u);
+        if (prev == gridDim.x - 1) {
+            /* the last block: every block's data is fenced before its count */
+            __threadfence_system();
+            *flag = round;
+        }
+    }
+}
+
+__global__ void k_order_read(const uint32_t *data, size_t nwords, volatile int *flag, volatile int *ack, int round,
+                             uint64_t seed, unsigned long long timeout_ns, pv_hz_dev *res)
+{
+    __shared__ int seen;
+    if (threadIdx.x == 0) {
+        unsigned long long t0 = globaltimer();
+        seen = 1;
+        while (*flag != round) {
+            if (globaltimer() - t0 > timeout_ns) {
+                seen = 0;
+                break;
+            }
+        }
+        __threadfence_system();
+    }
+    __syncthreads();
+    if (seen) {
+        const volatile uint32_t *vd = data;
+        unsigned long long first = ~0ull, nbad = 0;
+        for (size_t k = threadIdx.x; k < nwords; k += blockDim.x) {
+            uint32_t v = vd[k];
+            if (v != pv_order_word(seed, round, k)) {
+                unsigned long long key = ((unsigned long long)k << 32) | v;
+                if (key < first)
+                    first = key;
+                nbad++;
+            }
+        }
+        if (nbad) {
+            atomicMin(&res->first_key, first);
+            atomicAdd(&res->nbad, nbad);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (!seen)
+            res->timed_out = 1;
+        __threadfence_system();
+        *ack = round;
+    }
+}
+
 } // namespace
 
 extern "C" cudaError_t pv_k_fill(uint8_t *base, size_t off, size_t len, uint64_t seed, cudaStream_t s)
@@ -231,5 +363,47 @@ extern "C" cudaError_t pv_k_check_float(const float *p, size_t count, int nranks
                                         cudaStream_t s)
 {
     k_check_float<<<grid_for(count), kThreads, 0, s>>>(p, count, nranks, res);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_hz_reset(pv_hz_dev *res, cudaStream_t s)
+{
+    k_hz_reset<<<1, 1, 0, s>>>(res);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_hz_fill(uint8_t *base, size_t len, uint64_t seed, unsigned shift, cudaStream_t s)
+{
+    k_hz_fill<<<grid_for(len / 16 + 1), kThreads, 0, s>>>(base, len, seed, shift);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_hz_check(const uint8_t *base, size_t len, uint64_t seed, unsigned shift, uint64_t alt,
+                                     int use_alt, pv_hz_dev *res, cudaStream_t s)
+{
+    k_hz_check<<<grid_for(len / 16 + 1), kThreads, 0, s>>>(base, len, seed, shift, alt, use_alt, res);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_atomic_add(unsigned long long *ctr, int n, unsigned long long inc, int iters, int blocks,
+                                       int threads, cudaStream_t s)
+{
+    k_atomic_add<<<blocks, threads, 0, s>>>(ctr, n, inc, iters);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_order_write(uint32_t *data, size_t nwords, unsigned int *done, volatile int *flag,
+                                        volatile int *ack, int round, uint64_t seed, int inject,
+                                        unsigned long long timeout_ns, int blocks, cudaStream_t s)
+{
+    k_order_write<<<blocks, kThreads, 0, s>>>(data, nwords, done, flag, ack, round, seed, inject, timeout_ns);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t pv_k_order_read(const uint32_t *data, size_t nwords, volatile int *flag, volatile int *ack,
+                                       int round, uint64_t seed, unsigned long long timeout_ns, pv_hz_dev *res,
+                                       cudaStream_t s)
+{
+    k_order_read<<<1, 1024, 0, s>>>(data, nwords, flag, ack, round, seed, timeout_ns, res);
     return cudaGetLastError();
 }

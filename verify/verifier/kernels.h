@@ -11,6 +11,17 @@ typedef struct {
     unsigned long long nbad;
 } pv_dev_check;
 
+/* A hazard test's check on the GPU: the lowest bad position with the value
+ * found there packed in one key (bytes: (offset << 8) | byte; the ordering
+ * test's words: (index << 32) | word), ~0 when all good. */
+typedef struct {
+    unsigned long long first_key;
+    unsigned long long nbad;
+    unsigned long long nalt;  /* bad bytes that hold the alternative pattern (stale: A's data) */
+    unsigned int timed_out;   /* ordering: the reader never saw the flag */
+    unsigned int pad;
+} pv_hz_dev;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,6 +44,30 @@ cudaError_t pv_k_delay(volatile int *flag, unsigned long long timeout_ns, cudaSt
 cudaError_t pv_k_fill_float(float *p, size_t count, int rank, cudaStream_t s);
 /* Check p[k] == ((k % 251) + 1) * nranks*(nranks+1)/2 */
 cudaError_t pv_k_check_float(const float *p, size_t count, int nranks, pv_dev_check *res, cudaStream_t s);
+
+/* ---- hazard tests (len a multiple of 16, base 16-byte aligned) ---- */
+cudaError_t pv_k_hz_reset(pv_hz_dev *res, cudaStream_t s);
+/* base[k] = pv_hz_byte(seed, k, shift) for k < len */
+cudaError_t pv_k_hz_fill(uint8_t *base, size_t len, uint64_t seed, unsigned shift, cudaStream_t s);
+/* Count the bytes of base[0 .. len) that are not pv_hz_byte(seed, k, shift);
+ * with use_alt, also those of them that are pv_hz_byte(alt, k, shift). */
+cudaError_t pv_k_hz_check(const uint8_t *base, size_t len, uint64_t seed, unsigned shift, uint64_t alt, int use_alt,
+                          pv_hz_dev *res, cudaStream_t s);
+/* Every thread of blocks x threads adds inc to ctr[(thread + i) % n] for
+ * i < iters, with atomicAdd_system. */
+cudaError_t pv_k_atomic_add(unsigned long long *ctr, int n, unsigned long long inc, int iters, int blocks, int threads,
+                            cudaStream_t s);
+/* The ordering test's writer: data[k] = pv_order_word(seed, round, k), then
+ * __threadfence_system() and, once every block is done (done counts them;
+ * zero it first), *flag = round.  inject: *flag = round first, then wait
+ * until *ack == round (the reader has read) before writing the data. */
+cudaError_t pv_k_order_write(uint32_t *data, size_t nwords, unsigned int *done, volatile int *flag,
+                             volatile int *ack, int round, uint64_t seed, int inject, unsigned long long timeout_ns,
+                             int blocks, cudaStream_t s);
+/* Its reader (one block): wait for *flag == round (timeout: res->timed_out),
+ * then check every word; then *ack = round. */
+cudaError_t pv_k_order_read(const uint32_t *data, size_t nwords, volatile int *flag, volatile int *ack, int round,
+                            uint64_t seed, unsigned long long timeout_ns, pv_hz_dev *res, cudaStream_t s);
 
 #ifdef __cplusplus
 }

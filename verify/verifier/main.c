@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     r->self_test = o.self_test;
     r->perf_peer_off = o.perf_peer_off;
     r->quick = o.quick;
+    r->managed = o.managed;
 
     int n = 0;
     cudaError_t ce = cudaGetDeviceCount(&n);
@@ -96,6 +97,8 @@ int main(int argc, char **argv)
         memcpy(r->pair_dst, o.pair_dst, sizeof r->pair_dst);
         if (!o.no_integrity && !r->cuda_error)
             pv_run_integrity(r, &o);
+        if (!o.no_hazards && !r->cuda_error)
+            pv_run_hazards(r, &o);
         if (!o.no_perf && !r->cuda_error)
             pv_run_perf(r, &o);
         if (!r->cuda_error)

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
 
+#include "hzcheck.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -244,6 +246,16 @@ int pv_parse_self_test(const char *s)
         return PV_ST_DROP_CHUNK;
     if (strcmp(s, "flip-bit") == 0)
         return PV_ST_FLIP_BIT;
+    if (strcmp(s, "comp-corrupt") == 0)
+        return PV_ST_COMP_CORRUPT;
+    if (strcmp(s, "lost-update") == 0)
+        return PV_ST_LOST_UPDATE;
+    if (strcmp(s, "flag-before-data") == 0)
+        return PV_ST_FLAG_BEFORE_DATA;
+    if (strcmp(s, "stale") == 0)
+        return PV_ST_STALE;
+    if (strcmp(s, "managed-corrupt") == 0)
+        return PV_ST_MANAGED_CORRUPT;
     return -1;
 }
 
@@ -326,6 +338,12 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
         } else if (strcmp(name, "--perf-peer-off") == 0) {
             NO_VALUE();
             o->perf_peer_off = 1;
+        } else if (strcmp(name, "--no-hazards") == 0) {
+            NO_VALUE();
+            o->no_hazards = 1;
+        } else if (strcmp(name, "--managed") == 0) {
+            NO_VALUE();
+            o->managed = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
             NO_VALUE();
             o->verbose = 1;
@@ -363,7 +381,8 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
             NEED_VALUE();
             int m = pv_parse_self_test(val);
             if (m < 0) {
-                seterr(err, errlen, "--self-test: unknown mode '%s' (zero-chunk, drop-chunk, flip-bit)", val);
+                seterr(err, errlen, "--self-test: unknown mode '%s' (zero-chunk, drop-chunk, flip-bit, comp-corrupt, "
+                                    "lost-update, flag-before-data, stale, managed-corrupt)", val);
                 return PV_PARSE_USAGE;
             }
             o->self_test = m;
@@ -410,10 +429,22 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
         o->nccl_warmup = 2;
         o->nccl_iters = 10;
     }
-    if (o->self_test) {
+    if (o->self_test == PV_ST_MANAGED_CORRUPT && !o->managed) {
+        seterr(err, errlen, "--self-test managed-corrupt needs --managed: the managed-memory test is opt-in (it can "
+                            "wedge every GPU on an unfixed patched driver; see --help)%s", "");
+        return PV_PARSE_USAGE;
+    }
+    if (pv_self_test_hazard(o->self_test) >= 0) {
+        /* a hazard self-test proves that test's checker: the hazard tests run, nothing else */
+        o->no_perf = 1;
+        o->no_nccl = 1;
+        o->no_integrity = 1;
+        o->no_hazards = 0;
+    } else if (o->self_test) {
         /* the self-test proves the checker; it needs neither perf nor NCCL */
         o->no_perf = 1;
         o->no_nccl = 1;
+        o->no_hazards = 1;
         o->no_integrity = 0;
         if (!o->sizes_given) {
             o->nsizes = 2;
@@ -461,7 +492,10 @@ const char *pv_help_text(void)
            "topology and peer-access matrix, byte-exact integrity of copy-engine and\n"
            "SM (kernel load/store) peer copies, bandwidth/latency with P2P on and off\n"
            "(measured like NVIDIA's p2pBandwidthLatencyTest) as a fraction of the\n"
-           "link's limit, and NCCL all-reduce with P2P allowed and disabled.\n"
+           "link's limit, NCCL all-reduce with P2P allowed and disabled, and hazard\n"
+           "tests: compressible memory shared with the peer, concurrent peer atomics,\n"
+           "write-then-flag ordering, stale data after a remap at the same address,\n"
+           "and (opt-in, --managed) managed memory used by both GPUs.\n"
            "\n"
            "Options:\n"
            "  --pairs LIST        ordered pairs '0-1,1-0', or a GPU list '0,1,2' (all\n"
@@ -478,11 +512,29 @@ const char *pv_help_text(void)
            "                      through host memory); said in the report and the JSON\n"
            "                      (perf_peer_access_off), for testing build.sh doctor\n"
            "  --json              JSON to stdout; the human report goes to stderr\n"
+           "  --no-hazards        skip the hazard tests (compressible memory, peer atomics,\n"
+           "                      write ordering, stale mappings, managed memory)\n"
+           "  --managed           also run the managed-memory hazard test (cudaMallocManaged\n"
+           "                      shared by both GPUs of a pair). OPT-IN: on an unfixed\n"
+           "                      patched driver it can wedge every GPU (Xid 31, then\n"
+           "                      Xid 154: only a reboot recovers). Without it the test\n"
+           "                      says 'skipped (opt-in: --managed)'.\n"
            "  --self-test MODE    inject corruption after each copy of the largest size\n"
            "                      and before the check: zero-chunk (zero 4 KiB in the\n"
            "                      middle), drop-chunk (do not copy one 4 KiB chunk),\n"
            "                      flip-bit (flip one bit); must end in CORRUPTION, exit 21.\n"
-           "                      Implies --no-perf --no-nccl, sizes 1M,64M.\n"
+           "                      Implies --no-perf --no-nccl --no-hazards, sizes 1M,64M.\n"
+           "                      Or inject one hazard test's failure:\n"
+           "                        comp-corrupt      flip a byte of the compressible memory\n"
+           "                        lost-update       take one update off a counter (at the\n"
+           "                                          checker: works without peer atomics)\n"
+           "                        flag-before-data  the writer sets the flag, then the data\n"
+           "                        stale             allocation B gets A's data\n"
+           "                        managed-corrupt   flip a byte of the managed memory (needs\n"
+           "                                          --managed)\n"
+           "                      must end in CORRUPTION, exit 21 (22 where the test cannot\n"
+           "                      run: nothing injected). Implies --no-perf --no-nccl\n"
+           "                      --no-integrity.\n"
            "  --nccl-lib PATH     libnccl.so.2 to dlopen (default: $NCCL_HOME/lib, then\n"
            "                      the dynamic loader's search path)\n"
            "  --nccl-sizes LIST   all-reduce sizes (default 8M,32M,128M,512M)\n"
@@ -494,17 +546,22 @@ const char *pv_help_text(void)
            "  -V, --version       print the version\n"
            "\n"
            "Exit codes (the verdict):\n"
-           "   0  every pair has P2P and every byte arrived intact (and NCCL, if run,\n"
-           "      was correct and used P2P)\n"
+           "   0  every pair has P2P and every byte arrived intact, no hazard test\n"
+           "      failed (and NCCL, if run, was correct and used P2P)\n"
            "   2  usage error\n"
            "  20  no P2P between at least one pair (or NCCL did not use P2P where P2P\n"
            "      is available)\n"
-           "  21  data corruption (a copy delivered wrong bytes)\n"
-           "  22  CUDA/runtime error (no driver, a failing CUDA call, ...)\n"
+           "  21  data corruption (a copy delivered wrong bytes; or a hazard test read\n"
+           "      wrong data, lost an atomic update, saw the flag before the data, or\n"
+           "      read stale data)\n"
+           "  22  CUDA/runtime error (no driver, a failing CUDA call, a self-test whose\n"
+           "      injection was not detected, ...)\n"
            "  23  NCCL error or wrong all-reduce result\n"
            "  24  fewer than two GPUs (nothing to verify)\n"
            "When several apply, the first in this order wins: 24, 21, 22, 23, 20.\n"
-           "A missing libnccl.so.2 makes the NCCL section SKIP; it does not fail.\n";
+           "A missing libnccl.so.2 makes the NCCL section SKIP; it does not fail.\n"
+           "A hazard test that CUDA refuses (refused), that the GPU cannot run (not\n"
+           "applicable) or that is skipped never fails the verdict.\n";
 }
 
 /* The entries of CUDA_VISIBLE_DEVICES that CUDA uses: up to the first empty

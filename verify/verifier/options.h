@@ -11,6 +11,8 @@ enum { PV_SHOW_NONE = 0, PV_SHOW_HELP = 1, PV_SHOW_VERSION = 2 };
 typedef struct {
     int json, quick, no_nccl, no_perf, no_integrity, verbose;
     int perf_peer_off; /* --perf-peer-off: P2P=Enabled measured with peer access off */
+    int no_hazards;    /* --no-hazards */
+    int managed;       /* --managed: run the managed-memory hazard test (opt-in: it can wedge GPUs) */
     int self_test;                       /* PV_ST_* */
     int pairs_given;
     int pairs_is_list;                   /* "0,1": all ordered pairs among these GPUs */

@@ -48,6 +48,22 @@ PV_HD uint64_t pv_test_seed(uint64_t base, int src, int dst, int method, int siz
     return s;
 }
 
+/* Hazard tests' data: byte k of a region = pattern byte k >> shift, so
+ * shift 0 is the integrity pattern and shift 9 runs of 512 equal bytes
+ * (data that generic compression can compress). */
+PV_HD uint8_t pv_hz_byte(uint64_t seed, uint64_t k, unsigned shift)
+{
+    return pv_pattern_byte(seed, k >> shift);
+}
+
+/* The ordering test's word k of round r (1..255): its low byte is r, so the
+ * words of two rounds always differ and none is 0 (the poison). */
+PV_HD uint32_t pv_order_word(uint64_t seed, int round, uint64_t k)
+{
+    uint32_t h = (uint32_t)(pv_mix64(seed ^ ((uint64_t)(unsigned)round << 40) ^ (k * 0x9e3779b97f4a7c15ull)) >> 16);
+    return (h & 0xffffff00u) | ((uint32_t)round & 0xffu);
+}
+
 /* Host helpers (pattern.c). */
 #ifndef __CUDACC__
 void pv_pattern_fill(uint8_t *buf, size_t len, uint64_t seed, uint64_t k0);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "hzcheck.h"
 #include "json.h"
 #include "linklimits.h"
 #include "ncclparse.h"
@@ -217,6 +218,50 @@ static void section_integrity(FILE *f, const pv_results *r)
     }
 }
 
+static void section_hazards(FILE *f, const pv_results *r)
+{
+    fprintf(f, "\n== Hazard tests ==\n");
+    if (!r->hazards_ran) {
+        if (r->cuda_error)
+            fprintf(f, "not run (after a CUDA error)\n");
+        else
+            fprintf(f, "skipped (--no-hazards%s)\n", r->self_test && pv_self_test_hazard(r->self_test) < 0
+                                                       ? ", implied by --self-test" : "");
+        return;
+    }
+    fprintf(f, "GPUi->GPUj: GPU i is the peer, GPU j owns the memory; every byte (word, counter) is checked.\n"
+               "  compressible: cuMemCreate with CU_MEM_ALLOCATION_COMP_GENERIC on the owner, cuMemMap, cuMemSetAccess\n"
+               "    for the peer; the owner writes and the peer reads, the peer writes and both read; a host guard\n"
+               "    (cudaHostAlloc) must stay unchanged. A CUDA error mapping it is 'refused' (no failure).\n"
+               "  atomics: atomicAdd_system from both GPUs at once on counters in the owner's memory, where\n"
+               "    cudaDevP2PAttrNativeAtomicSupported says 1; every counter must be exact.\n"
+               "  ordering: the peer writes a block into the owner's memory, __threadfence_system(), then a flag\n"
+               "    in pinned host memory; a kernel on the owner waits for the flag, then reads the block.\n"
+               "  stale: allocation A mapped at a VA and read by the peer, unmapped and released, B mapped at the\n"
+               "    same VA: the peer must read B's data, never A's.\n"
+               "  managed: cudaMallocManaged, prefetched to the owner then the peer, read and written by kernels\n"
+               "    on both (opt-in: --managed).\n");
+    int hz_self = pv_self_test_hazard(r->self_test);
+    if (hz_self >= 0)
+        fprintf(f, "SELF-TEST %s: %s (%s test)\n", pv_self_test_name(r->self_test),
+                pv_hz_inject_desc(r->self_test), pv_hz_name(hz_self));
+    fprintf(f, "  %-12s %-13s %s\n", "pair", "test", "result");
+    for (int k = 0; k < r->npairs; k++)
+        for (int t = 0; t < PV_HZ_COUNT; t++) {
+            const pv_hz_result *x = &r->hz[k][t];
+            char pair[32], d[480];
+            snprintf(pair, sizeof pair, "GPU%d->GPU%d", r->pair_src[k], r->pair_dst[k]);
+            pv_hz_describe(x, d, sizeof d);
+            fprintf(f, "  %-12s %-13s %s\n", pair, pv_hz_name(t), d);
+            if (x->injected && x->status == PV_HZS_FAIL)
+                fprintf(f, "    ^ self-test: %s injected (%s) - caught\n", pv_self_test_name(r->self_test),
+                        pv_hz_inject_desc(r->self_test));
+            else if (x->injected)
+                fprintf(f, "SELF-TEST MISSED: %s %s: %s injected was NOT detected\n", pair, pv_hz_name(t),
+                        pv_self_test_name(r->self_test));
+        }
+}
+
 static void perf_block(FILE *f, const char *title, const int *ids, int n,
                        const double v[PV_MAX_GPUS][PV_MAX_GPUS], int decimals,
                        const pv_link lim[PV_MAX_GPUS][PV_MAX_GPUS], double factor, const char *limname)
@@ -358,6 +403,7 @@ void pv_report_human(FILE *f, const pv_results *r, const pv_verdict *v)
     if (r->ngpus >= 2) {
         section_access(f, r, ids, n);
         section_integrity(f, r);
+        section_hazards(f, r);
         section_perf(f, r, ids, n);
         section_nccl(f, r);
     }
@@ -464,6 +510,73 @@ static const char *int_status(int s)
     case PV_INT_SKIPPED: return "skipped";
     default: return "error";
     }
+}
+
+/* hazards: one object per selected ordered pair and test, and counts per status */
+static void json_hazards(pv_json *j, const pv_results *r)
+{
+    pvj_obj(j, "hazards");
+    pvj_bool(j, "ran", r->hazards_ran);
+    pvj_bool(j, "managed_opt_in", r->managed);
+    int hz_self = pv_self_test_hazard(r->self_test);
+    pvj_str(j, "self_test", hz_self >= 0 ? pv_self_test_name(r->self_test) : NULL);
+    pvj_arr(j, "tests");
+    for (int t = 0; t < PV_HZ_COUNT; t++)
+        pvj_str(j, NULL, pv_hz_name(t));
+    pvj_end_arr(j);
+    static const int order[] = {PV_HZS_PASS, PV_HZS_FAIL, PV_HZS_REFUSED, PV_HZS_NA, PV_HZS_SKIPPED, PV_HZS_ERROR};
+    pvj_obj(j, "counts");
+    for (size_t s = 0; s < sizeof order / sizeof order[0]; s++) {
+        int c = 0;
+        for (int k = 0; r->hazards_ran && k < r->npairs; k++)
+            for (int t = 0; t < PV_HZ_COUNT; t++)
+                c += r->hz[k][t].status == order[s];
+        pvj_int(j, pv_hz_status_name(order[s]), c);
+    }
+    pvj_end_obj(j);
+    pvj_arr(j, "results");
+    for (int k = 0; r->hazards_ran && k < r->npairs; k++)
+        for (int t = 0; t < PV_HZ_COUNT; t++) {
+            const pv_hz_result *x = &r->hz[k][t];
+            char d[480];
+            pv_hz_describe(x, d, sizeof d);
+            pvj_obj(j, NULL);
+            pvj_int(j, "src", r->pair_src[k]);
+            pvj_int(j, "dst", r->pair_dst[k]);
+            pvj_str(j, "test", pv_hz_name(t));
+            pvj_str(j, "status", pv_hz_status_name(x->status));
+            pvj_str(j, "result", d);
+            pvj_bool(j, "ran", x->ran);
+            pvj_uint(j, "checked", x->checked);
+            pvj_str(j, "checked_unit", t == PV_HZ_ATOMICS ? "updates" : "bytes");
+            if (x->rounds)
+                pvj_int(j, "rounds", x->rounds);
+            pvj_num(j, "seconds", x->seconds, 3);
+            if (x->status == PV_HZS_FAIL) {
+                pvj_str(j, "step", x->what[0] ? x->what : NULL);
+                pvj_uint(j, "bad", x->nbad);
+                pvj_int(j, "first_bad", x->first_bad);
+                pvj_uint(j, "expected", x->expected);
+                pvj_uint(j, "found", x->found);
+                if (t == PV_HZ_ATOMICS)
+                    pvj_uint(j, "updates_lost", x->nalt);
+                if (t == PV_HZ_STALE)
+                    pvj_uint(j, "bad_bytes_of_a", x->nalt);
+                if (t == PV_HZ_ORDERING || t == PV_HZ_STALE)
+                    pvj_int(j, "round", x->round);
+                if (t == PV_HZ_COMPRESSIBLE) {
+                    pvj_uint(j, "guard_bad", x->guard_bad);
+                    pvj_int(j, "guard_first_bad", x->guard_first);
+                }
+            }
+            if (x->injected)
+                pvj_bool(j, "injected", 1);
+            if (x->note[0])
+                pvj_str(j, "note", x->note);
+            pvj_end_obj(j);
+        }
+    pvj_end_arr(j);
+    pvj_end_obj(j);
 }
 
 int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
@@ -615,6 +728,8 @@ int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
     }
     pvj_end_arr(&j);
     pvj_end_obj(&j);
+
+    json_hazards(&j, r);
 
     /* performance */
     pvj_obj(&j, "performance");

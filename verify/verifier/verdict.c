@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hzcheck.h"
 #include "ncclparse.h"
 #include "sysparse.h"
 
@@ -51,6 +52,11 @@ const char *pv_self_test_name(int m)
     case PV_ST_ZERO_CHUNK: return "zero-chunk";
     case PV_ST_DROP_CHUNK: return "drop-chunk";
     case PV_ST_FLIP_BIT: return "flip-bit";
+    case PV_ST_COMP_CORRUPT: return "comp-corrupt";
+    case PV_ST_LOST_UPDATE: return "lost-update";
+    case PV_ST_FLAG_BEFORE_DATA: return "flag-before-data";
+    case PV_ST_STALE: return "stale";
+    case PV_ST_MANAGED_CORRUPT: return "managed-corrupt";
     default: return "none";
     }
 }
@@ -123,6 +129,37 @@ static void keep_risk_reasons(const pv_results *r, pv_verdict *v)
         }
 }
 
+/* The hazard tests: count failures (the first ones named), CUDA errors and
+ * self-test injections.  Returns 1 when a test failed without an injection. */
+static int hazard_verdict(const pv_results *r, pv_verdict *v)
+{
+    if (!r->hazards_ran)
+        return 0;
+    for (int k = 0; k < r->npairs; k++)
+        for (int t = 0; t < PV_HZ_COUNT; t++) {
+            const pv_hz_result *x = &r->hz[k][t];
+            if (x->status == PV_HZS_ERROR)
+                v->hz_errors++;
+            if (x->injected) {
+                v->hz_injected++;
+                if (x->status == PV_HZS_FAIL)
+                    v->hz_caught++;
+                continue;
+            }
+            if (x->status == PV_HZS_FAIL) {
+                v->hz_failed++;
+                if (v->hz_failed <= 4) {
+                    char d[400];
+                    pv_hz_describe(x, d, sizeof d);
+                    add_reason(v, "HAZARD %s GPU%d->GPU%d: %s", pv_hz_name(t), x->src, x->dst, d);
+                }
+            }
+        }
+    if (v->hz_failed > 4)
+        add_reason(v, "%d hazard tests failed in all", v->hz_failed);
+    return v->hz_failed > 0;
+}
+
 int pv_compute_verdict(const pv_results *r, pv_verdict *v)
 {
     memset(v, 0, sizeof(*v));
@@ -167,7 +204,25 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
     }
     if (v->corrupt_tests > v->caught || (v->corrupt_tests > 0 && r->self_test == PV_ST_NONE))
         corrupt = 1;
-    if (r->self_test != PV_ST_NONE) {
+    int hz_self = pv_self_test_hazard(r->self_test);
+    if (hazard_verdict(r, v))
+        corrupt = 1;
+    if (hz_self >= 0) {
+        if (v->hz_injected == 0) {
+            broken_selftest = 1;
+            add_reason(v, "self-test %s: no failure was injected (the %s test ran on no pair)",
+                       pv_self_test_name(r->self_test), pv_hz_name(hz_self));
+        } else if (v->hz_caught < v->hz_injected) {
+            broken_selftest = 1;
+            add_reason(v, "self-test %s: only %d of %d injected failures were detected: the checker is broken",
+                       pv_self_test_name(r->self_test), v->hz_caught, v->hz_injected);
+        } else {
+            corrupt = 1;
+            add_reason(v, "self-test %s: the injected failure was detected in all %d %s test%s (as intended)",
+                       pv_self_test_name(r->self_test), v->hz_injected, pv_hz_name(hz_self),
+                       v->hz_injected == 1 ? "" : "s");
+        }
+    } else if (r->self_test != PV_ST_NONE) {
         if (v->injected == 0) {
             broken_selftest = 1;
             add_reason(v, "self-test %s: no corruption was injected (no test of the largest size ran)",
@@ -185,6 +240,10 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
     if (errors) {
         cuda = 1;
         add_reason(v, "%d integrity test%s hit a CUDA error", errors, errors == 1 ? "" : "s");
+    }
+    if (v->hz_errors) {
+        cuda = 1;
+        add_reason(v, "%d hazard test%s hit a CUDA error", v->hz_errors, v->hz_errors == 1 ? "" : "s");
     }
     if (r->cuda_error) {
         cuda = 1;
@@ -240,6 +299,7 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
         v->code = PV_EXIT_OK;
     v->label = pv_exit_label(v->code);
     if (v->code == PV_EXIT_OK && v->nreasons == 0)
-        add_reason(v, "every pair has P2P and every checked byte arrived intact");
+        add_reason(v, "every pair has P2P and every checked byte arrived intact%s",
+                   r->hazards_ran ? "; no hazard test failed" : "");
     return v->code;
 }

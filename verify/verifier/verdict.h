@@ -16,6 +16,8 @@ typedef struct {
     int corrupt_tests;
     int injected, caught;
     int nccl_no_p2p_conns;
+    int hz_failed, hz_errors;       /* hazard tests that failed (not injected) / hit a CUDA error */
+    int hz_injected, hz_caught;     /* hazard self-test: injected failures, and those detected */
 } pv_verdict;
 
 /* Precedence when several apply: 24, 21, 22, 23, 20 (a self-test whose
