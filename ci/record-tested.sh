@@ -6,6 +6,10 @@
 # build:<series>, load:<series> (series: 6.1, 6.12, 7.2...); a passing full
 # build implies compile. versions.conf is rewritten by renaming a complete
 # file into place.
+# ci/record-tested.sh --series-changed FAMILY... [RESULTS...]: the series of
+# those families (or 'all') changed, so what their tags passed before no
+# longer counts: their tested column becomes '-' first, then the RESULTS
+# (of runs with the new series) are recorded as above.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -16,7 +20,7 @@ source "${REPO_DIR}/build.sh"
 P2P_PROG="record-tested.sh"
 
 usage() {
-  sed -n '2,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 main() {
@@ -25,9 +29,25 @@ main() {
   "") die "${EX_USAGE}" "usage: ci/record-tested.sh RESULTS.tsv..." ;;
   esac
   local file tag stage result token conf tmp line changed=0
-  local -A add=() del=()
+  local -A add=() del=() reset=() before=()
   install_traps
   versions_load
+  for tag in "${V_TAGS[@]}"; do before[${tag}]=${V_TESTED[${tag}]}; done
+  if [[ $1 == --series-changed ]]; then
+    shift
+    local -A families=()
+    for tag in "${V_TAGS[@]}"; do families[${V_FAMILY[${tag}]}]=1; done
+    while [[ $# -gt 0 && ( $1 == all || -n ${families[$1]+x} ) ]]; do
+      reset[$1]=1
+      shift
+    done
+    [[ ${#reset[@]} -gt 0 ]] || die "${EX_USAGE}" "--series-changed needs a family of versions.conf or 'all'"
+    for tag in "${V_TAGS[@]}"; do
+      if [[ -n ${reset[all]+x} || -n ${reset[${V_FAMILY[${tag}]}]+x} ]]; then
+        V_TESTED["${tag}"]=-
+      fi
+    done
+  fi
   for file in "$@"; do
     [[ -r ${file} ]] || die "${EX_USAGE}" "cannot read ${file}"
     while IFS=$'\t' read -r tag stage result _; do
@@ -48,9 +68,8 @@ main() {
   done
   for tag in "${V_TAGS[@]}"; do
     line=$(merged_tokens "${tag}")
-    [[ ${line} == "${V_TESTED[${tag}]}" ]] && continue
     V_TESTED["${tag}"]=${line}
-    changed=$((changed + 1))
+    [[ ${line} == "${before[${tag}]}" ]] || changed=$((changed + 1))
   done
   conf=$(versions_file)
   mk_temp_file "$(dirname "${conf}")"

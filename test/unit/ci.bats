@@ -400,6 +400,27 @@ STUB
   assert_output --partial "A PASS adds the stage's token"
 }
 
+@test "record-tested.sh --series-changed: the families' old tokens no longer count, the new results do; other families keep theirs" {
+  make_fixture
+  local conf="${NVP2P_DATA_DIR}/versions.conf" fam=999 other=998.10.01
+  # A second family, 998, with one tag that passed more stages.
+  cp -a "${NVP2P_DATA_DIR}/patches/999" "${NVP2P_DATA_DIR}/patches/998"
+  sed -n 's/^999\.20\.01 999 \(.*\) -$/998.10.01 998 \1 apply,compile,bisect/p' "${conf}" >>"${conf}"
+  sed -i 's/^\(999\.10\.01 .*\) apply$/\1 apply,compile,bisect/' "${conf}"
+  printf '%s\t%s\t%s\t0\t%s\n' 999.10.01 apply PASS "" >"${BATS_TEST_TMPDIR}/r.tsv"
+  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed "${fam}" "${BATS_TEST_TMPDIR}/r.tsv"
+  assert_success
+  assert_equal "$(awk '$1 == "999.10.01" { print $8 }' "${conf}")" "apply"
+  assert_equal "$(awk '$1 == "999.20.01" { print $8 }' "${conf}")" "-"
+  assert_equal "$(awk -v t="${other}" '$1 == t { print $8 }' "${conf}")" "apply,compile,bisect"
+  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed all
+  assert_success
+  assert_equal "$(awk -v t="${other}" '$1 == t { print $8 }' "${conf}")" "-"
+  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed nosuchfamily
+  assert_failure 2
+  assert_output --partial "needs a family of versions.conf"
+}
+
 @test "readme-table.sh: per family, how many tags passed each stage; the copies in docs/verification-record.md and README.md are in step" {
   make_fixture
   sed -i 's/ apply$/ apply,build:6.1/' "${NVP2P_DATA_DIR}/versions.conf"
