@@ -104,11 +104,12 @@ Then one of:
                       directory's git work tree (versions.conf, patches/, the
                       generated workflow), the per-patch table as message
 
-A git work tree with uncommitted changes to versions.conf, patches/ or the
-workflows is refused (exit 10). After "fits" or "new family", the source is in
-the verified cache, so `build.sh build <tag>` works offline, and the hosted
-workflow is regenerated. The .run checksum is recorded as unknown unless
---run-sha256 gives it.
+A git work tree with uncommitted changes to versions.conf, patches/, the
+workflows, README.md or docs/verification-record.md is refused (exit 10).
+After "fits" or "new family", the source is in the verified cache, so
+`build.sh build <tag>` works offline, and the hosted workflow and the tables
+made from versions.conf (ci/readme-table.sh) are regenerated. The .run
+checksum is recorded as unknown unless --run-sha256 gives it.
 EOF
 }
 
@@ -246,6 +247,10 @@ tag_nearer() {
   fi
 }
 
+# What rebase writes in the data directory: versions.conf, a new family, the
+# hosted workflow and the tables generated from versions.conf.
+REBASE_WRITES=(versions.conf patches .github/workflows README.md docs/verification-record.md)
+
 # rebase_clean_data: refuse (EX_PREFLIGHT) when the data directory is a git
 # work tree with uncommitted changes where rebase writes: they would be mixed
 # with its own. A run that rebase --new started was checked by it.
@@ -253,7 +258,7 @@ rebase_clean_data() {
   local dirty
   [[ ${P2P_DRY_RUN} -eq 0 && -z ${NVP2P_REBASE_OUTCOME:-} ]] || return 0
   git -c safe.directory='*' -C "${P2P_DATA_DIR}" rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 0
-  dirty=$(git -c safe.directory='*' -C "${P2P_DATA_DIR}" status --porcelain -- versions.conf patches .github/workflows 2>/dev/null | head -n 5)
+  dirty=$(git -c safe.directory='*' -C "${P2P_DATA_DIR}" status --porcelain -- "${REBASE_WRITES[@]}" 2>/dev/null | head -n 5)
   [[ -z ${dirty} ]] ||
     die "${EX_PREFLIGHT}" "uncommitted changes where rebase writes (${P2P_DATA_DIR}): ${dirty//$'\n'/; }; commit or stash them first"
 }
@@ -465,6 +470,7 @@ rebase_commit() {
   mv -- "${tmp}" "${conf}"
   RB_COMMITTED=1
   regenerate_workflow
+  regenerate_tables
 }
 
 rebase_undo() {
@@ -500,6 +506,15 @@ regenerate_workflow() {
   local gen="${P2P_DATA_DIR}/ci/gen-workflow.sh"
   [[ -x ${gen} ]] || return 0
   "${gen}" || warn "could not regenerate the hosted workflow; run ci/gen-workflow.sh"
+}
+
+# regenerate_tables: README's families table and the verification record's
+# table are generated from versions.conf too (a new family is a new row).
+regenerate_tables() {
+  local gen="${P2P_DATA_DIR}/ci/readme-table.sh"
+  [[ -x ${gen} ]] || return 0
+  NVP2P_DOCS_DIR="${P2P_DATA_DIR}" "${gen}" --update >/dev/null ||
+    warn "could not regenerate the tables made from versions.conf; run ci/readme-table.sh --update"
 }
 
 # rebase_person TAG WHY: a person is needed (exit 7); the reason goes to the

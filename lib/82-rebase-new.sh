@@ -141,15 +141,16 @@ rebase_new_preflight() {
 }
 
 # rebase_new_commit TAG KIND FAMILY OUTCOME: one commit of what TAG's run
-# changed (versions.conf, patches/, the workflows), its per-patch table as
-# the message body. An identity is supplied only where git has none.
+# changed (REBASE_WRITES: versions.conf, patches/, the workflows, the
+# generated tables), its per-patch table as the message body. An identity
+# is supplied only where git has none.
 rebase_new_commit() {
   local tag=$1 kind=$2 family=$3 outcome=$4 subject p
   local -a g=(git -c safe.directory='*' -C "${P2P_DATA_DIR}") paths=()
   [[ ${P2P_DRY_RUN} -eq 0 && ${kind} != listed ]] || return 0
   "${g[@]}" config user.email >/dev/null 2>&1 || g+=(-c "user.email=rebase@nvidia-p2p.invalid")
   "${g[@]}" config user.name >/dev/null 2>&1 || g+=(-c "user.name=build.sh rebase")
-  for p in versions.conf patches .github/workflows; do
+  for p in "${REBASE_WRITES[@]}"; do
     [[ ! -e ${P2P_DATA_DIR}/${p} ]] || paths+=("${p}")
   done
   "${g[@]}" add -A -- "${paths[@]}"

@@ -55,6 +55,20 @@ OWN_RESIZE='s/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, NULL)/'
   assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
 }
 
+@test "fits: the tables made from versions.conf are regenerated in the data directory (ci/readme-table.sh --update)" {
+  fixture_release "${UP}" 999.30.01
+  mkdir -p "${NVP2P_DATA_DIR}/ci"
+  # A stand-in that records how it was called and what versions.conf held then.
+  printf '#!/usr/bin/env bash\nprintf "%%s docs=%%s\\n" "$*" "${NVP2P_DOCS_DIR}" >>"%s/tables.log"\ngrep -c "^999\\.30\\.01 " "${NVP2P_DOCS_DIR}/versions.conf" >>"%s/tables.log"\n' \
+    "${BATS_TEST_TMPDIR}" "${BATS_TEST_TMPDIR}" >"${NVP2P_DATA_DIR}/ci/readme-table.sh"
+  chmod +x "${NVP2P_DATA_DIR}/ci/readme-table.sh"
+  rebase 999.30.01 --source "${UP}"
+  assert_success
+  run cat "${BATS_TEST_TMPDIR}/tables.log"
+  assert_line "--update docs=${NVP2P_DATA_DIR}"
+  assert_line "1"
+}
+
 @test "merged: context moved, a three-way merge on the base places the hunk; new family refreshed at fuzz 0, diffed, built" {
   fixture_release "${UP}" 999.30.01 "${MOVED}"
   FAKE_KO_VERSION=999.30.01 rebase 999.30.01 --source "${UP}"
