@@ -10,6 +10,9 @@
 #include "options.h"
 #include "pattern.h"
 #include "report.h"
+
+/* test_main.c: pv_parse_options on a command line split at spaces. */
+int parse_line(pv_options *o, const char *line, char *err, size_t errlen);
 #include "results.h"
 #include "verdict.h"
 
@@ -425,42 +428,29 @@ static void test_hz_reports(void)
     free(r);
 }
 
-static int parse(pv_options *o, const char *line, char *err, size_t errlen)
-{
-    char buf[512];
-    char *argv[32];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    argv[argc++] = "p2p-verify";
-    char *save = NULL;
-    for (char *t = strtok_r(buf, " ", &save); t && argc < 31; t = strtok_r(NULL, " ", &save))
-        argv[argc++] = t;
-    argv[argc] = NULL;
-    return pv_parse_options(argc, argv, o, err, errlen);
-}
 
 static void test_hz_options(void)
 {
     pv_options o;
     char err[256];
-    CHECK_INT(parse(&o, "", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "", err, sizeof err), PV_PARSE_OK);
     CHECK(!o.managed && !o.no_hazards);
-    CHECK_INT(parse(&o, "--managed --no-hazards", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "--managed --no-hazards", err, sizeof err), PV_PARSE_OK);
     CHECK(o.managed && o.no_hazards);
-    CHECK_INT(parse(&o, "--managed=1", err, sizeof err), PV_PARSE_USAGE);
+    CHECK_INT(parse_line(&o, "--managed=1", err, sizeof err), PV_PARSE_USAGE);
     /* a hazard self-test: the hazards only */
-    CHECK_INT(parse(&o, "--self-test lost-update --no-hazards", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "--self-test lost-update --no-hazards", err, sizeof err), PV_PARSE_OK);
     CHECK(o.self_test == PV_ST_LOST_UPDATE && o.no_integrity && o.no_perf && o.no_nccl && !o.no_hazards);
     /* an integrity self-test: no hazards */
-    CHECK_INT(parse(&o, "--self-test flip-bit", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "--self-test flip-bit", err, sizeof err), PV_PARSE_OK);
     CHECK(o.no_hazards && !o.no_integrity);
     /* managed-corrupt needs the opt-in */
-    CHECK_INT(parse(&o, "--self-test managed-corrupt", err, sizeof err), PV_PARSE_USAGE);
+    CHECK_INT(parse_line(&o, "--self-test managed-corrupt", err, sizeof err), PV_PARSE_USAGE);
     CHECK(strstr(err, "--self-test managed-corrupt needs --managed") != NULL);
-    CHECK_INT(parse(&o, "--self-test=managed-corrupt --managed", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "--self-test=managed-corrupt --managed", err, sizeof err), PV_PARSE_OK);
     CHECK_INT(o.self_test, PV_ST_MANAGED_CORRUPT);
-    CHECK_INT(parse(&o, "--self-test stale --pairs 0-1", err, sizeof err), PV_PARSE_OK);
-    CHECK_INT(parse(&o, "--self-test stall", err, sizeof err), PV_PARSE_USAGE);
+    CHECK_INT(parse_line(&o, "--self-test stale --pairs 0-1", err, sizeof err), PV_PARSE_OK);
+    CHECK_INT(parse_line(&o, "--self-test stall", err, sizeof err), PV_PARSE_USAGE);
     CHECK(strstr(err, "flag-before-data") != NULL);
     const char *help = pv_help_text();
     CHECK(strstr(help, "--managed") && strstr(help, "Xid 31") && strstr(help, "Xid 154") &&

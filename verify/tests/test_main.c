@@ -672,7 +672,9 @@ static void test_selftest_report(void)
     free_results(r);
 }
 
-static int parse(pv_options *o, const char *line)
+/* parse_line: pv_parse_options on a command line split at spaces (shared
+ * with test_hazards.c through check.h). */
+int parse_line(pv_options *o, const char *line, char *err, size_t errlen)
 {
     char buf[512];
     char *argv[32];
@@ -683,8 +685,13 @@ static int parse(pv_options *o, const char *line)
     for (char *t = strtok_r(buf, " ", &save); t && argc < 31; t = strtok_r(NULL, " ", &save))
         argv[argc++] = t;
     argv[argc] = NULL;
+    return pv_parse_options(argc, argv, o, err, errlen);
+}
+
+static int parse(pv_options *o, const char *line)
+{
     char err[256];
-    return pv_parse_options(argc, argv, o, err, sizeof err);
+    return parse_line(o, line, err, sizeof err);
 }
 
 static void test_options(void)
