@@ -112,9 +112,8 @@ mechanism_ids() {
   while IFS= read -r name; do
     [[ ${name} == p2p-* && -d ${RB_DIR}/snap/${name}/post ]] || continue
     while IFS=$'\t' read -r f line; do
-      [[ -f ${RB_DIR}/snap/${name}/post/${f} ]] || continue
       printf '%s\tchanged by %s\n' "$(enclosing_function "${RB_DIR}/snap/${name}/post/${f}" "${line}")" "${name%.patch}"
-    done < <(hunk_lines "${dir}/${name}" | grep -v -E $'/generated/[^\t]*\t' | grep -E $'\\.c\t')
+    done < <(snapshot_hunk_lines "${RB_DIR}/snap/${name}" "${dir}/${name}" | grep -v -E $'/generated/[^\t]*\t' | grep -E $'\\.c\t')
     awk -v why="HAL entry repointed by ${name%.patch}" '
       /^\+\+\+ / { gen = ($2 ~ /\/generated\//); next }
       gen && /^-.*pThis->__[A-Za-z][A-Za-z0-9]*__/ {
@@ -124,16 +123,18 @@ mechanism_ids() {
   registry_key_defines
 }
 
-# hunk_lines PATCH: "FILE<tab>LINE" per hunk: the line, in the file after the
-# patch, of the hunk's first added or removed line.
-hunk_lines() {
-  awk '
-    /^\+\+\+ b\// { file = substr($2, 3); next }
-    /^@@ / { split($3, a, ","); line = substr(a[1], 2) + 0; done = 0; next }
-    file == "" { next }
-    /^ / { line++; next }
-    /^[-+]/ && !done { print file "\t" line; done = 1 }
-    /^\+/ { line++ }' "$1"
+# snapshot_hunk_lines SNAP PATCH: "FILE<tab>LINE" for each region PATCH
+# changes in the base: the line, in SNAP/post/FILE (the base's file after the
+# patch), where the region starts. Taken from the base's own files, not from
+# the patch's hunk headers, which count lines of the tag the patch was made on
+# (a family's first tag) and can be far off in the base (its nearest tag).
+snapshot_hunk_lines() {
+  local snap=$1 f
+  while IFS= read -r f; do
+    [[ -f ${snap}/pre/${f} && -f ${snap}/post/${f} ]] || continue
+    diff -U0 -- "${snap}/pre/${f}" "${snap}/post/${f}" |
+      awk -v f="${f}" '/^@@ / { split($3, a, ","); l = substr(a[1], 2) + 0; print f "\t" (l > 0 ? l : 1) }'
+  done < <(patch_files "$2")
 }
 
 # registry_key_defines: "DEFINE<tab>why" for the key name define of each
