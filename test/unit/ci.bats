@@ -405,7 +405,9 @@ STUB
   local conf="${NVP2P_DATA_DIR}/versions.conf" fam=999 other=998.10.01
   # A second family, 998, with one tag that passed more stages.
   cp -a "${NVP2P_DATA_DIR}/patches/999" "${NVP2P_DATA_DIR}/patches/998"
-  sed -n 's/^999\.20\.01 999 \(.*\) -$/998.10.01 998 \1 apply,compile,bisect/p' "${conf}" >>"${conf}"
+  local line
+  line=$(sed -n 's/^999\.20\.01 999 \(.*\) -$/998.10.01 998 \1 apply,compile,bisect/p' "${conf}")
+  printf '%s\n' "${line}" >>"${conf}"
   sed -i 's/^\(999\.10\.01 .*\) apply$/\1 apply,compile,bisect/' "${conf}"
   printf '%s\t%s\t%s\t0\t%s\n' 999.10.01 apply PASS "" >"${BATS_TEST_TMPDIR}/r.tsv"
   run "${REPO_ROOT}/ci/record-tested.sh" --series-changed "${fam}" "${BATS_TEST_TMPDIR}/r.tsv"

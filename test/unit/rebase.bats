@@ -59,8 +59,12 @@ OWN_RESIZE='s/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, NULL)/'
   fixture_release "${UP}" 999.30.01
   mkdir -p "${NVP2P_DATA_DIR}/ci"
   # A stand-in that records how it was called and what versions.conf held then.
-  printf '#!/usr/bin/env bash\nprintf "%%s docs=%%s\\n" "$*" "${NVP2P_DOCS_DIR}" >>"%s/tables.log"\ngrep -c "^999\\.30\\.01 " "${NVP2P_DOCS_DIR}/versions.conf" >>"%s/tables.log"\n' \
-    "${BATS_TEST_TMPDIR}" "${BATS_TEST_TMPDIR}" >"${NVP2P_DATA_DIR}/ci/readme-table.sh"
+  cat >"${NVP2P_DATA_DIR}/ci/readme-table.sh" <<'STUB'
+#!/usr/bin/env bash
+printf '%s docs=%s\n' "$*" "${NVP2P_DOCS_DIR}" >>"${TABLES_LOG}"
+grep -c '^999\.30\.01 ' "${NVP2P_DOCS_DIR}/versions.conf" >>"${TABLES_LOG}"
+STUB
+  export TABLES_LOG="${BATS_TEST_TMPDIR}/tables.log"
   chmod +x "${NVP2P_DATA_DIR}/ci/readme-table.sh"
   rebase 999.30.01 --source "${UP}"
   assert_success
