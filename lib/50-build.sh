@@ -509,11 +509,15 @@ compile_units() {
 
 # compile_kernel_open_units TREE CC UNIT...: kbuild's single-object targets,
 # with the variables kernel-open/Makefile passes to kbuild (CC: the compiler;
-# make gets P2P_MAKE_CC).
+# make gets P2P_MAKE_CC). The conftests of the nvidia module always run too:
+# the common headers every module includes (nv-linux.h, nv-time.h, nv-mm.h)
+# test the macros of nvidia's conftest list, so a unit of nvidia-uvm alone
+# would see them undefined (610.57.04, whose series changes only nvidia-uvm's
+# kernel-open units).
 compile_kernel_open_units() {
   local tree=$1 cc=$2 unit
   shift 2
-  local -a objs=() mods=() kb=(-C "${P2P_SYSSRC}" "M=${tree}/kernel-open" "ARCH=$(uname -m)"
+  local -a objs=() mods=(nvidia) kb=(-C "${P2P_SYSSRC}" "M=${tree}/kernel-open" "ARCH=$(uname -m)"
     "NV_KERNEL_SOURCES=${P2P_SYSSRC}" "NV_KERNEL_OUTPUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}" "-j$(nproc_or_1)")
   [[ ${P2P_SYSOUT} != "${P2P_SYSSRC}" ]] && kb+=("KBUILD_OUTPUT=${P2P_SYSOUT}")
   for unit in "$@"; do

@@ -362,6 +362,20 @@ units_of() {
   )
 }
 
+@test "--units-only: a unit of another module runs the nvidia module's conftests too (the common headers test their macros)" {
+  local tree="${BATS_TEST_TMPDIR}/tree"
+  mkdir -p "${tree}/kernel-open/nvidia-uvm"
+  run bash -c '
+    source "$1/build.sh"
+    run_logged() { printf "%s\n" "$*"; }
+    P2P_CACHE_DIR=$2 P2P_SYSSRC=/nonexistent P2P_SYSOUT=/nonexistent P2P_MAKE_CC=gcc P2P_KREL=6.1.0-56-amd64
+    compile_kernel_open_units "$3" gcc nvidia-uvm/uvm_gpu.c nvidia-uvm/uvm_va_space.c' _ \
+    "${REPO_ROOT}" "${CACHE}" "${tree}"
+  assert_success
+  assert_line --partial "NV_KERNEL_MODULES=nvidia nvidia-uvm nvidia-uvm/uvm_gpu.o nvidia-uvm/uvm_va_space.o"
+  assert_line "ok    kernel-open/nvidia-uvm/uvm_gpu.c (kernel 6.1.0-56-amd64)"
+}
+
 @test "--units-only: a unit that does not compile exits 8 and names it" {
   FAKE_UNIT_FAIL=kern_bus run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache --units-only
   assert_failure 8
