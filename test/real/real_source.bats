@@ -279,7 +279,7 @@ data_copy() {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   local data latest before after
   data=$(data_copy)
-  # (the newest tag of all, 595.71.05, has a family of its own: test/real/rebase_intake.bats)
+  # (the newest tag of all, 610.57.04, has a family of its own, as 595.71.05 had: test/real/rebase_intake.bats)
   latest=$(awk '/^[0-9][0-9][0-9]\./ { n[$2]++; t[$1] = $2 } END { for (x in t) if (n[t[x]] > 1) print x }' "${data}/versions.conf" | sort -V | tail -n 1)
   before=$(awk -v t="${latest}" '$1 == t { print $1, $2, $3, $4, $5 }' "${data}/versions.conf")
   sed -i "/^${latest//./\\.} /d" "${data}/versions.conf"

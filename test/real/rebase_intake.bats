@@ -5,7 +5,8 @@
 # bundle's tags without NEW_TAGS) in local bare repositories; upstream gains
 # the NEW_TAGS; ci/intake.sh (the scheduled job) runs `build.sh rebase --new
 # --commit` in a clone of the project and pushes the branch intake/upstream.
-# The round trip: the branch holds one commit per release, nothing was pushed
+# (Releases after them, LATER_TAGS, are left out of both.) The round trip:
+# the branch holds one commit per release, nothing was pushed
 # to main, and the releases reach the families and pins that versions.conf and
 # patches/ have for them, the new family tree-for-tree (595.71.05 patched with
 # it is the tree patched with the committed family, and it drops the same
@@ -29,6 +30,10 @@ load dkms_record
 # and the family written for them.
 NEW_TAGS="535.309.01 580.159.03 580.159.04 595.58.03 595.71.05"
 NEW_FAMILY=595.71
+# Releases after them (taken in on 2026-11-27, one into family NEW_FAMILY):
+# left out of both repositories, so that the round trip stays the one above.
+LATER_TAGS="610.43.02 610.43.03 610.57.04"
+LATER_FAMILY=610
 INTAKE_NEED_MIN=35
 INTAKE_MAX_AGE_DAYS=7
 
@@ -80,8 +85,8 @@ intake_run() {
   mkdir -p "${wt}"
   # The project: this working tree, without NEW_TAGS and their new family.
   (cd "${REPO_ROOT}" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "${wt}")
-  for t in ${NEW_TAGS}; do sed -i "/^${t//./\\.} /d" "${wt}/versions.conf"; done
-  rm -rf "${wt}/patches/${NEW_FAMILY}"
+  for t in ${NEW_TAGS} ${LATER_TAGS}; do sed -i "/^${t//./\\.} /d" "${wt}/versions.conf"; done
+  rm -rf "${wt}/patches/${NEW_FAMILY}" "${wt}/patches/${LATER_FAMILY}"
   "${wt}/ci/gen-workflow.sh"
   git -C "${wt}" init -q -b main
   git -C "${wt}" -c user.name=t -c user.email=t@t add -A
@@ -90,7 +95,7 @@ intake_run() {
   git --git-dir="${I_DIR}/project.git" rev-parse main >"${I_DIR}/main.before"
   # Upstream without NEW_TAGS, then NVIDIA publishes them.
   git clone -q --bare "${I_GIT}" "${I_DIR}/upstream.git"
-  for t in ${NEW_TAGS}; do git --git-dir="${I_DIR}/upstream.git" tag -d "${t}" >/dev/null; done
+  for t in ${NEW_TAGS} ${LATER_TAGS}; do git --git-dir="${I_DIR}/upstream.git" tag -d "${t}" >/dev/null; done
   for t in ${NEW_TAGS}; do
     git --git-dir="${I_DIR}/upstream.git" fetch -q "${I_GIT}" "refs/tags/${t}:refs/tags/${t}"
   done

@@ -164,3 +164,13 @@ EOF
   run_build help rebase
   assert_line "More: docs/families-and-rebase.md"
 }
+
+@test "every family of versions.conf is named in a column of the Mixed boxes table (a family rebase writes makes it fail until a person reads its code)" {
+  local header fam missing=()
+  header=$(sed -n '/^## Mixed boxes$/,/^## /{/^| case |/p}' "${REPO_ROOT}/docs/how-it-works.md")
+  [[ -n ${header} ]]
+  while IFS= read -r fam; do
+    [[ ${header} =~ [|,][[:space:]]${fam//./\\.}[[:space:],|] ]] || missing+=("how-it-works.md:${fam}")
+  done < <(awk '!/^#/ && NF { print $2 }' "${REPO_ROOT}/versions.conf" | sort -u)
+  [[ ${#missing[@]} -eq 0 ]] || fail "families without a column: ${missing[*]} (a new family from rebase: read its code and add it)"
+}
