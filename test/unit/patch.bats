@@ -256,7 +256,7 @@ add_header_field() {
 @test "every real patch has a DEP-3 header: Description, Author, Forwarded: not-needed, Last-Update" {
   local p
   for p in "${REPO_ROOT}"/patches/*/*.patch; do
-    run sed -n '1,/^--- a\//p' "${p}"
+    run sed -n '1,/^--- /p' "${p}"
     assert_line --regexp '^Description: .{10,}'
     assert_line --regexp '^Author: .+'
     assert_line 'Forwarded: not-needed'
@@ -268,9 +268,20 @@ add_header_field() {
   local p
   for p in "${REPO_ROOT}"/patches/*/*.patch; do
     run grep -E '^(--- |\+\+\+ )' "${p}"
-    refute_line --regexp '^--- [^a]'
+    # a file the patch adds is "--- /dev/null", as quilt writes it
+    refute_line --regexp '^--- [^a/]'
+    refute_line --regexp '^--- /(.*[^l]|.{0,7}|.{9,})$'
+    refute_line --regexp '^--- /[^d]'
     refute_line --regexp '^\+\+\+ [^b]'
     refute_line --regexp $'\t'
+    run awk '/^--- \/dev\/null$/ { getline nxt; if (nxt !~ /^\+\+\+ b\//) print FILENAME ": " nxt }' "${p}"
+    assert_output ""
+    run grep -c -E '^--- /dev/null$' "${p}"
+    if [[ ${output} -gt 0 ]]; then
+      # only hunks that create the file: "@@ -0,0 +1,N @@"
+      run awk '/^--- \/dev\/null$/ { getline; getline h; if (h !~ /^@@ -0,0 \+1(,[0-9]+)? @@/) print h }' "${p}"
+      assert_output ""
+    fi
     run grep -c -E '^(Index:|====)' "${p}"
     assert_output 0
   done
