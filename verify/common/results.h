@@ -36,7 +36,8 @@ enum {
     PV_ST_LOST_UPDATE,
     PV_ST_FLAG_BEFORE_DATA,
     PV_ST_STALE,
-    PV_ST_MANAGED_CORRUPT
+    PV_ST_MANAGED_CORRUPT,
+    PV_ST_CAP_CORRUPT          /* --peer-cap's re-mapped copy gets a wrong byte */
 };
 #define PV_ST_FIRST_HAZARD PV_ST_COMP_CORRUPT
 enum { PV_LINK_UNKNOWN = 0, PV_LINK_PCIE = 1, PV_LINK_NVLINK = 2 };
@@ -144,6 +145,35 @@ typedef struct {
     pv_nccl_run run[2];        /* 0: P2P allowed, 1: NCCL_P2P_DISABLE=1 */
 } pv_nccl;
 
+/* --resident: memory held on each GPU before the tests allocate theirs. */
+typedef struct {
+    int asked;                 /* --resident given */
+    char request[32];          /* as given: "38G", "90%" */
+    int ok;                    /* every GPU holds its target */
+    char error[256];           /* why not */
+    unsigned long long held[PV_MAX_GPUS];      /* bytes held, 0 none */
+    unsigned long long free_before[PV_MAX_GPUS];
+    unsigned long long total[PV_MAX_GPUS];
+} pv_resident;
+
+/* --peer-cap: how much of one owner GPU's memory the legacy route
+ * (cudaDeviceEnablePeerAccess, which maps every allocation to the peers)
+ * could map, and whether the owner works again once it is freed. */
+enum { PV_CAP_NOT_RUN = 0, PV_CAP_NO_CAP, PV_CAP_CAPPED, PV_CAP_FAIL, PV_CAP_ERROR };
+typedef struct {
+    int owner;
+    int npeers;
+    int peers[PV_MAX_GPUS];
+    int status;                /* PV_CAP_* */
+    unsigned long long mapped; /* bytes allocated on the owner while its peers had access */
+    unsigned long long limit;  /* what was tried: free memory less the margin */
+    char stopped_by[64];       /* "limit" or the CUDA error that ended it */
+    int recovered;             /* after freeing: a new allocation, peer-copied, read back right */
+    int injected;              /* --self-test cap-corrupt flipped a byte of that copy */
+    char note[200];
+    double seconds;
+} pv_peer_cap;
+
 typedef struct {
     /* identity */
     char date[40];
@@ -189,6 +219,12 @@ typedef struct {
     /* hazard tests: hz[k] belongs to pair k (pair_src[k] -> pair_dst[k]) */
     int hazards_ran;
     pv_hz_result hz[PV_MAX_PAIRS][PV_HZ_COUNT];
+
+    /* --resident and --peer-cap (resident.c) */
+    pv_resident resident;
+    int peer_cap_ran;
+    int npeer_cap;
+    pv_peer_cap peer_cap[PV_MAX_GPUS];
 
     /* performance */
     int perf_ran;

@@ -14,6 +14,7 @@
 #include "json.h"
 #include "linklimits.h"
 #include "ncclparse.h"
+#include "bar1room.h"
 #include "options.h"
 #include "pattern.h"
 #include "report.h"
@@ -1017,6 +1018,159 @@ static void test_sysparse(void)
     CHECK_STR(ansi, "GPU0\tGPU1");
 }
 
+/* --resident and --peer-cap: parsing, targets, verdicts, reports */
+static void test_room(void)
+{
+    unsigned long long b = 0, t = 0;
+    int pct = 0;
+    char err[256];
+    CHECK_INT(pv_parse_resident("38G", &b, &pct, err, sizeof err), 0);
+    CHECK(b == 38ull << 30 && pct == 0);
+    CHECK_INT(pv_parse_resident("90%", &b, &pct, err, sizeof err), 0);
+    CHECK(b == 0 && pct == 90);
+    CHECK_INT(pv_parse_resident("96%", &b, &pct, err, sizeof err), -1);
+    CHECK(strstr(err, "1%..95%") != NULL);
+    CHECK_INT(pv_parse_resident("0%", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("%", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("-5%", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("1M", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("2T", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("1TiB", &b, &pct, err, sizeof err), 0);
+    CHECK(b == 1ull << 40);
+    CHECK_INT(pv_parse_resident("2048", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("38Gx", &b, &pct, err, sizeof err), -1);
+    CHECK_INT(pv_parse_resident("lots", &b, &pct, err, sizeof err), -1);
+
+    /* targets: rounded down to 2 MiB, 2 GiB kept free */
+    CHECK_INT(pv_resident_target(0, 50, 80ull << 30, 0, &t, err, sizeof err), 0);
+    CHECK(t == 40ull << 30);
+    CHECK_INT(pv_resident_target((38ull << 30) + 12345, 0, 80ull << 30, 0, &t, err, sizeof err), 0);
+    CHECK(t == 38ull << 30);
+    CHECK_INT(pv_resident_target(79ull << 30, 0, 80ull << 30, 3, &t, err, sizeof err), -1);
+    CHECK(strstr(err, "GPU3 has 80.00 GiB free") && strstr(err, "at most 78.00 GiB") && strstr(err, "not 79.00 GiB"));
+    CHECK_INT(pv_resident_target(2ull << 20, 0, 1ull << 30, 1, &t, err, sizeof err), -1);
+    CHECK_INT(pv_resident_target(0, 95, 20ull << 30, 0, &t, err, sizeof err), -1);
+    CHECK_INT(pv_resident_target(0, 95, 40ull << 30, 0, &t, err, sizeof err), 0);
+    CHECK(pv_peer_cap_limit(80ull << 30) == 78ull << 30);
+    CHECK(pv_peer_cap_limit(1ull << 30) == 0);
+
+    /* statuses */
+    CHECK_INT(pv_peer_cap_status(1, 1, 0), PV_CAP_NO_CAP);
+    CHECK_INT(pv_peer_cap_status(0, 1, 0), PV_CAP_CAPPED);
+    CHECK_INT(pv_peer_cap_status(0, 0, 0), PV_CAP_FAIL);
+    CHECK_INT(pv_peer_cap_status(1, 0, 1), PV_CAP_ERROR);
+
+    /* options: both accepted, --resident's value kept for the report */
+    pv_options o;
+    char *argv1[] = {"p2p-verify", "--resident", "90%", "--peer-cap", NULL};
+    CHECK_INT(pv_parse_options(4, argv1, &o, err, sizeof err), PV_PARSE_OK);
+    CHECK(o.resident_pct == 90 && o.peer_cap && strcmp(o.resident_arg, "90%") == 0);
+    char *argv2[] = {"p2p-verify", "--resident=1K", NULL};
+    CHECK_INT(pv_parse_options(2, argv2, &o, err, sizeof err), PV_PARSE_USAGE);
+    char *argv3[] = {"p2p-verify", "--peer-cap=yes", NULL};
+    CHECK_INT(pv_parse_options(2, argv3, &o, err, sizeof err), PV_PARSE_USAGE);
+    CHECK(strstr(pv_help_text(), "--resident SIZE|N%") && strstr(pv_help_text(), "--peer-cap"));
+
+    /* a capped owner that recovered: informational, exit 0; a failed recovery is a failure */
+    pv_results *r = mkresults();
+    r->gpu[0].bar1_bytes = 32ll << 30;
+    r->resident.asked = r->resident.ok = 1;
+    snprintf(r->resident.request, sizeof r->resident.request, "38G");
+    r->resident.held[0] = 38ull << 30;
+    r->resident.free_before[0] = 47ull << 30;
+    r->resident.held[1] = 38ull << 30;
+    r->resident.free_before[1] = 47ull << 30;
+    r->peer_cap_ran = 1;
+    r->npeer_cap = 2;
+    pv_peer_cap *c = &r->peer_cap[0];
+    c->owner = 0;
+    c->npeers = 1;
+    c->peers[0] = 1;
+    c->mapped = 31ull << 30;
+    c->limit = 45ull << 30;
+    snprintf(c->stopped_by, sizeof c->stopped_by, "cudaErrorMemoryAllocation");
+    c->recovered = 1;
+    c->status = PV_CAP_CAPPED;
+    c = &r->peer_cap[1];
+    c->owner = 1;
+    c->npeers = 1;
+    c->peers[0] = 0;
+    c->mapped = c->limit = 45ull << 30;
+    snprintf(c->stopped_by, sizeof c->stopped_by, "limit");
+    c->recovered = 1;
+    c->status = PV_CAP_NO_CAP;
+    pv_verdict v;
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_OK);
+    FILE *f = tmpfile();
+    pv_report_human(f, r, &v);
+    char *s = file_to_string(f);
+    fclose(f);
+    CHECK(strstr(s, "== Memory held and the legacy peer-access cap ==") != NULL);
+    CHECK(strstr(s, "GPU0: 38.00 GiB held of 47.00 GiB free (BAR1 32.00 GiB): at least BAR1's size") != NULL);
+    CHECK(strstr(s, "GPU0's memory mapped by GPU 1: 31.00 GiB of 45.00 GiB tried, then cudaErrorMemoryAllocation "
+                    "(BAR1 32.00 GiB): capped") != NULL);
+    CHECK(strstr(s, "GPU1's memory mapped by GPU 0: 45.00 GiB, all it had free less 2 GiB (BAR1 32.00 GiB): no cap") != NULL);
+    free(s);
+    f = tmpfile();
+    CHECK_INT(pv_report_json(f, r, &v), 0);
+    s = file_to_string(f);
+    fclose(f);
+    CHECK(json_valid(s));
+    CHECK(strstr(s, "\"request\": \"38G\"") && strstr(s, "\"held_at_least_bar1\": true") &&
+          strstr(s, "\"status\": \"capped\"") && strstr(s, "\"status\": \"no-cap\"") &&
+          strstr(s, "\"stopped_by\": \"cudaErrorMemoryAllocation\""));
+    free(s);
+
+    r->peer_cap[0].status = PV_CAP_FAIL;
+    r->peer_cap[0].recovered = 0;
+    snprintf(r->peer_cap[0].note, sizeof r->peer_cap[0].note,
+             "the peer copy GPU0 -> GPU1 delivered 4096 wrong bytes of 64 MiB");
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_CORRUPTION);
+    snprintf(r->peer_cap[0].note, sizeof r->peer_cap[0].note, "a new 64 MiB allocation on GPU0 failed: x");
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_CUDA);
+    int seen = 0;
+    for (int k = 0; k < v.nreasons; k++)
+        seen |= strstr(v.reasons[k], "PEER CAP GPU0's memory") != NULL;
+    CHECK(seen);
+
+    /* --self-test cap-corrupt: caught is exit 21 "as intended", missed is a broken check (22) */
+    char *argv4[] = {"p2p-verify", "--self-test", "cap-corrupt", NULL};
+    CHECK_INT(pv_parse_options(3, argv4, &o, err, sizeof err), PV_PARSE_USAGE);
+    CHECK(strstr(err, "needs --peer-cap") != NULL);
+    char *argv5[] = {"p2p-verify", "--self-test", "cap-corrupt", "--peer-cap", NULL};
+    CHECK_INT(pv_parse_options(4, argv5, &o, err, sizeof err), PV_PARSE_OK);
+    CHECK(o.no_perf && o.no_nccl && o.no_integrity && o.no_hazards && o.self_test == PV_ST_CAP_CORRUPT);
+    r->self_test = PV_ST_CAP_CORRUPT;
+    for (int k = 0; k < 2; k++) {
+        r->peer_cap[k].injected = 1;
+        r->peer_cap[k].status = PV_CAP_FAIL;
+        snprintf(r->peer_cap[k].note, sizeof r->peer_cap[k].note,
+                 "the peer copy GPU0 -> GPU1 delivered 1 wrong bytes of 64 MiB");
+    }
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_CORRUPTION);
+    seen = 0;
+    for (int k = 0; k < v.nreasons; k++)
+        seen |= strstr(v.reasons[k], "detected for all 2 GPUs (as intended)") != NULL;
+    CHECK(seen);
+    r->peer_cap[1].status = PV_CAP_NO_CAP;
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_CUDA);
+    r->peer_cap_ran = 0;
+    CHECK_INT(pv_compute_verdict(r, &v), PV_EXIT_CUDA);
+    r->self_test = PV_ST_NONE;
+
+    /* neither asked: both null in the JSON, no section */
+    pv_results_init(r);
+    r->ngpus = 2;
+    pv_compute_verdict(r, &v);
+    f = tmpfile();
+    CHECK_INT(pv_report_json(f, r, &v), 0);
+    s = file_to_string(f);
+    fclose(f);
+    CHECK(strstr(s, "\"resident\": null") && strstr(s, "\"peer_cap\": null"));
+    free(s);
+    free_results(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -1028,7 +1182,7 @@ int main(int argc, char **argv)
         {"limits", test_limits},   {"verdict", test_verdict},       {"keep_risk_hints", test_keep_risk_and_hints},       {"matrix_format", test_matrix_format},
         {"json", test_json},       {"options", test_options},       {"nccl_parse", test_nccl_parse},
         {"pattern", test_pattern}, {"sysparse", test_sysparse}, {"selftest_report", test_selftest_report},
-        {"hazards", test_hazards},
+        {"hazards", test_hazards}, {"room", test_room},
         {"doctor_parse", test_doctor_parsers}, {"doctor_rules", test_doctor_rules},
         {"doctor_symptoms", test_doctor_symptoms},
         {"doctor_input", test_doctor_input}, {"doctor_json", test_doctor_json_reader},

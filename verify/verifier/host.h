@@ -26,6 +26,12 @@ int pv_run_integrity(pv_results *r, const pv_options *o);
 int pv_run_hazards(pv_results *r, const pv_options *o);
 int pv_run_perf(pv_results *r, const pv_options *o);
 int pv_run_nccl(pv_results *r, const pv_options *o);
+/* resident.c: --resident holds memory on every GPU of the run (1 with the
+ * message in err when a GPU has too little free: a usage error; -1 on a
+ * CUDA error); pv_resident_release frees it. --peer-cap: pv_run_peer_cap. */
+int pv_resident_hold(pv_results *r, const pv_options *o, char *err, size_t errlen);
+void pv_resident_release(pv_results *r);
+int pv_run_peer_cap(pv_results *r, const pv_options *o);
 int pv_nccl_child_main(int argc, char **argv);
 
 #endif

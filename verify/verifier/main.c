@@ -95,6 +95,10 @@ int main(int argc, char **argv)
         r->npairs = o.npairs;
         memcpy(r->pair_src, o.pair_src, sizeof r->pair_src);
         memcpy(r->pair_dst, o.pair_dst, sizeof r->pair_dst);
+        if (o.resident_arg[0] && !r->cuda_error && pv_resident_hold(r, &o, err, sizeof err) > 0) {
+            fprintf(stderr, "p2p-verify: %s\n", err);
+            return PV_EXIT_USAGE;
+        }
         if (!o.no_integrity && !r->cuda_error)
             pv_run_integrity(r, &o);
         if (!o.no_hazards && !r->cuda_error)
@@ -105,6 +109,9 @@ int main(int argc, char **argv)
             pv_run_nccl(r, &o);
         else
             snprintf(r->nccl.reason, sizeof r->nccl.reason, "not run after a CUDA error");
+        if (o.peer_cap && !r->cuda_error)
+            pv_run_peer_cap(r, &o);
+        pv_resident_release(r);
     }
     r->elapsed_s = pv_elapsed_s();
 

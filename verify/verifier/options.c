@@ -256,6 +256,57 @@ int pv_parse_self_test(const char *s)
         return PV_ST_STALE;
     if (strcmp(s, "managed-corrupt") == 0)
         return PV_ST_MANAGED_CORRUPT;
+    if (strcmp(s, "cap-corrupt") == 0)
+        return PV_ST_CAP_CORRUPT;
+    return -1;
+}
+
+int pv_parse_resident(const char *s, unsigned long long *bytes, int *pct, char *err, size_t errlen)
+{
+    *bytes = 0;
+    *pct = 0;
+    size_t n = s ? strlen(s) : 0;
+    if (n > 0 && s[n - 1] == '%') {
+        char num[16];
+        char *end = NULL;
+        if (n - 1 == 0 || n - 1 >= sizeof num)
+            goto bad;
+        memcpy(num, s, n - 1);
+        num[n - 1] = '\0';
+        errno = 0;
+        long v = strtol(num, &end, 10);
+        if (errno || *end || !isdigit((unsigned char)num[0]) || v < 1 || v > 95)
+            goto bad;
+        *pct = (int)v;
+        return 0;
+    }
+    /* a size: digits and K, M, G or T (binary), optionally followed by iB or B */
+    char *end = NULL;
+    if (!s || !isdigit((unsigned char)s[0]))
+        goto bad;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (errno)
+        goto bad;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'B' || end[1] == 'b'))
+        end += 2;
+    else if (shift && (end[0] == 'B' || end[0] == 'b'))
+        end++;
+    if (*end || v > ((1ull << 40) >> shift) || (v << shift) < (2ull << 20))
+        goto bad;
+    *bytes = v << shift;
+    return 0;
+bad:
+    seterr(err, errlen, "--resident: cannot parse '%s' (a size per GPU, 2M .. 1T, e.g. 38G; or a percentage of "
+                        "each GPU's free memory, 1%%..95%%, e.g. 90%%)", s ? s : "");
     return -1;
 }
 
@@ -344,6 +395,14 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
         } else if (strcmp(name, "--managed") == 0) {
             NO_VALUE();
             o->managed = 1;
+        } else if (strcmp(name, "--resident") == 0) {
+            NEED_VALUE();
+            if (pv_parse_resident(val, &o->resident_bytes, &o->resident_pct, err, errlen) != 0)
+                return PV_PARSE_USAGE;
+            snprintf(o->resident_arg, sizeof o->resident_arg, "%.31s", val);
+        } else if (strcmp(name, "--peer-cap") == 0) {
+            NO_VALUE();
+            o->peer_cap = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
             NO_VALUE();
             o->verbose = 1;
@@ -382,7 +441,7 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
             int m = pv_parse_self_test(val);
             if (m < 0) {
                 seterr(err, errlen, "--self-test: unknown mode '%s' (zero-chunk, drop-chunk, flip-bit, comp-corrupt, "
-                                    "lost-update, flag-before-data, stale, managed-corrupt)", val);
+                                    "lost-update, flag-before-data, stale, managed-corrupt, cap-corrupt)", val);
                 return PV_PARSE_USAGE;
             }
             o->self_test = m;
@@ -434,7 +493,17 @@ int pv_parse_options(int argc, char *const *argv, pv_options *o, char *err, size
                             "wedge every GPU on an unfixed patched driver; see --help)%s", "");
         return PV_PARSE_USAGE;
     }
-    if (pv_self_test_hazard(o->self_test) >= 0) {
+    if (o->self_test == PV_ST_CAP_CORRUPT && !o->peer_cap) {
+        seterr(err, errlen, "--self-test cap-corrupt needs --peer-cap (it proves that measurement's check)%s", "");
+        return PV_PARSE_USAGE;
+    }
+    if (o->self_test == PV_ST_CAP_CORRUPT) {
+        /* proves --peer-cap's check of the re-mapped copy: nothing else runs */
+        o->no_perf = 1;
+        o->no_nccl = 1;
+        o->no_integrity = 1;
+        o->no_hazards = 1;
+    } else if (pv_self_test_hazard(o->self_test) >= 0) {
         /* a hazard self-test proves that test's checker: the hazard tests run, nothing else */
         o->no_perf = 1;
         o->no_nccl = 1;
@@ -519,6 +588,19 @@ const char *pv_help_text(void)
            "                      patched driver it can wedge every GPU (Xid 31, then\n"
            "                      Xid 154: only a reboot recovers). Without it the test\n"
            "                      says 'skipped (opt-in: --managed)'.\n"
+           "  --resident SIZE|N%  hold SIZE (e.g. 38G) or N% (1..95) of each GPU's free\n"
+           "                      memory from the start, so that every buffer the tests\n"
+           "                      allocate comes after it (a GPU whose BAR1 is smaller\n"
+           "                      than its VRAM: shared buffers beyond the first\n"
+           "                      BAR1-sized part). 2 GiB of each GPU stay free for the\n"
+           "                      tests; asking for more ends with exit 2 before any test\n"
+           "  --peer-cap          measure how much of each owner GPU's memory the legacy\n"
+           "                      route (cudaDeviceEnablePeerAccess, which maps every\n"
+           "                      allocation to the peers) can map: allocate in 1 GiB\n"
+           "                      steps until an allocation fails or all free memory less\n"
+           "                      2 GiB is taken; then free it, allocate again and copy\n"
+           "                      to a peer (must succeed, bytes checked: a failure means\n"
+           "                      the driver kept something of the freed memory). Runs last\n"
            "  --self-test MODE    inject corruption after each copy of the largest size\n"
            "                      and before the check: zero-chunk (zero 4 KiB in the\n"
            "                      middle), drop-chunk (do not copy one 4 KiB chunk),\n"
@@ -532,6 +614,9 @@ const char *pv_help_text(void)
            "                        stale             allocation B gets A's data\n"
            "                        managed-corrupt   flip a byte of the managed memory (needs\n"
            "                                          --managed)\n"
+           "                        cap-corrupt       flip a byte of --peer-cap's re-mapped\n"
+           "                                          copy (needs --peer-cap; runs nothing\n"
+           "                                          else)\n"
            "                      must end in CORRUPTION, exit 21 (22 where the test cannot\n"
            "                      run: nothing injected). Implies --no-perf --no-nccl\n"
            "                      --no-integrity.\n"

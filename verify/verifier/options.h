@@ -13,6 +13,10 @@ typedef struct {
     int perf_peer_off; /* --perf-peer-off: P2P=Enabled measured with peer access off */
     int no_hazards;    /* --no-hazards */
     int managed;       /* --managed: run the managed-memory hazard test (opt-in: it can wedge GPUs) */
+    unsigned long long resident_bytes; /* --resident SIZE: bytes held per GPU during the tests */
+    int resident_pct;                  /* --resident N%: percent of each GPU's free memory */
+    char resident_arg[32];             /* as given, "" when not */
+    int peer_cap;                      /* --peer-cap: measure the legacy peer-access cap */
     int self_test;                       /* PV_ST_* */
     int pairs_given;
     int pairs_is_list;                   /* "0,1": all ordered pairs among these GPUs */
@@ -50,6 +54,9 @@ int pv_parse_pairs(const char *s, pv_options *o, char *err, size_t errlen);
 int pv_resolve_pairs(pv_options *o, int ngpus, char *err, size_t errlen);
 
 int pv_parse_self_test(const char *s);
+/* --resident's value: "38G" (bytes, 2 MiB .. 1 TiB) or "90%" (1..95 percent
+ * of free memory).  0 on success, -1 (message in err) otherwise. */
+int pv_parse_resident(const char *s, unsigned long long *bytes, int *pct, char *err, size_t errlen);
 /* What to say when cudaGetDeviceCount fails, given CUDA_VISIBLE_DEVICES
  * (NULL: unset): a GPU listed twice (CUDA then fails with "invalid device
  * ordinal"), else the driver.  Written to buf, which is returned. */

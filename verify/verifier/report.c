@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bar1room.h"
 #include "fmt.h"
 #include "hzcheck.h"
 #include "json.h"
@@ -383,6 +384,43 @@ static void section_nccl(FILE *f, const pv_results *r)
     }
 }
 
+/* --resident and --peer-cap, when asked for */
+static void section_room(FILE *f, const pv_results *r)
+{
+    const pv_resident *x = &r->resident;
+    if (!x->asked && !r->peer_cap_ran)
+        return;
+    fprintf(f, "\n== Memory held and the legacy peer-access cap ==\n");
+    if (x->asked) {
+        fprintf(f, "--resident %s: held on each GPU before any test allocated its buffers%s\n", x->request,
+                x->ok ? "" : " (not all of it)");
+        for (int g = 0; g < r->ngpus; g++) {
+            if (!x->held[g] && !x->free_before[g])
+                continue;
+            char held[32], fr[32], b1[32] = "?";
+            pv_fmt_bytes(x->held[g], held, sizeof held);
+            pv_fmt_bytes(x->free_before[g], fr, sizeof fr);
+            if (r->gpu[g].bar1_bytes > 0)
+                pv_fmt_bytes((unsigned long long)r->gpu[g].bar1_bytes, b1, sizeof b1);
+            fprintf(f, "  GPU%d: %s held of %s free (BAR1 %s)%s\n", g, held, fr, b1,
+                    r->gpu[g].bar1_bytes > 0 && x->held[g] >= (unsigned long long)r->gpu[g].bar1_bytes
+                        ? ": at least BAR1's size, as the forks' RESIDENT_GB check"
+                        : "");
+        }
+        if (x->error[0])
+            fprintf(f, "  ERROR: %s\n", x->error);
+    }
+    if (r->peer_cap_ran) {
+        fprintf(f, "--peer-cap: each GPU's memory taken in 1 GiB steps while the other GPUs of the run had peer "
+                   "access to it (cudaDeviceEnablePeerAccess: CUDA maps every new allocation for them)\n");
+        for (int k = 0; k < r->npeer_cap; k++) {
+            char d[400];
+            pv_peer_cap_describe(&r->peer_cap[k], r->gpu[r->peer_cap[k].owner].bar1_bytes, d, sizeof d);
+            fprintf(f, "  %s (%.1f s)\n", d, r->peer_cap[k].seconds);
+        }
+    }
+}
+
 void pv_report_human(FILE *f, const pv_results *r, const pv_verdict *v)
 {
     int ids[PV_MAX_GPUS];
@@ -406,6 +444,7 @@ void pv_report_human(FILE *f, const pv_results *r, const pv_verdict *v)
         section_hazards(f, r);
         section_perf(f, r, ids, n);
         section_nccl(f, r);
+        section_room(f, r);
     }
     fprintf(f, "\n== VERDICT: %s (exit %d) ==\n", v->label, v->code);
     for (int k = 0; k < v->nreasons; k++)
@@ -579,6 +618,60 @@ static void json_hazards(pv_json *j, const pv_results *r)
     pvj_end_obj(j);
 }
 
+/* "resident" (null unless --resident) and "peer_cap" (null unless --peer-cap) */
+static void json_room(pv_json *j, const pv_results *r)
+{
+    const pv_resident *x = &r->resident;
+    if (!x->asked) {
+        pvj_null(j, "resident");
+    } else {
+        pvj_obj(j, "resident");
+        pvj_str(j, "request", x->request);
+        pvj_bool(j, "ok", x->ok);
+        pvj_str(j, "error", x->error[0] ? x->error : NULL);
+        pvj_arr(j, "gpus");
+        for (int g = 0; g < r->ngpus; g++) {
+            if (!x->held[g] && !x->free_before[g])
+                continue;
+            pvj_obj(j, NULL);
+            pvj_int(j, "gpu", g);
+            pvj_uint(j, "held_bytes", x->held[g]);
+            pvj_uint(j, "free_before_bytes", x->free_before[g]);
+            pvj_uint(j, "total_bytes", x->total[g]);
+            if (r->gpu[g].bar1_bytes > 0)
+                pvj_bool(j, "held_at_least_bar1", x->held[g] >= (unsigned long long)r->gpu[g].bar1_bytes);
+            else
+                pvj_null(j, "held_at_least_bar1");
+            pvj_end_obj(j);
+        }
+        pvj_end_arr(j);
+        pvj_end_obj(j);
+    }
+    if (!r->peer_cap_ran) {
+        pvj_null(j, "peer_cap");
+        return;
+    }
+    pvj_arr(j, "peer_cap");
+    for (int k = 0; k < r->npeer_cap; k++) {
+        const pv_peer_cap *c = &r->peer_cap[k];
+        pvj_obj(j, NULL);
+        pvj_int(j, "owner", c->owner);
+        pvj_arr(j, "peers");
+        for (int p = 0; p < c->npeers; p++)
+            pvj_int(j, NULL, c->peers[p]);
+        pvj_end_arr(j);
+        pvj_str(j, "status", pv_peer_cap_status_name(c->status));
+        pvj_uint(j, "mapped_bytes", c->mapped);
+        pvj_uint(j, "limit_bytes", c->limit);
+        pvj_str(j, "stopped_by", c->stopped_by[0] ? c->stopped_by : NULL);
+        pvj_bool(j, "recovered", c->recovered);
+        pvj_str(j, "note", c->note[0] ? c->note : NULL);
+        pvj_num(j, "seconds", c->seconds, 2);
+        pvj_end_obj(j);
+    }
+    pvj_end_arr(j);
+}
+
 int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
 {
     pv_json j;
@@ -730,6 +823,7 @@ int pv_report_json(FILE *f, const pv_results *r, const pv_verdict *v)
     pvj_end_obj(&j);
 
     json_hazards(&j, r);
+    json_room(&j, r);
 
     /* performance */
     pvj_obj(&j, "performance");

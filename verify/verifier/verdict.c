@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bar1room.h"
 #include "hzcheck.h"
 #include "ncclparse.h"
 #include "sysparse.h"
@@ -57,6 +58,7 @@ const char *pv_self_test_name(int m)
     case PV_ST_FLAG_BEFORE_DATA: return "flag-before-data";
     case PV_ST_STALE: return "stale";
     case PV_ST_MANAGED_CORRUPT: return "managed-corrupt";
+    case PV_ST_CAP_CORRUPT: return "cap-corrupt";
     default: return "none";
     }
 }
@@ -222,7 +224,7 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
                        pv_self_test_name(r->self_test), v->hz_injected, pv_hz_name(hz_self),
                        v->hz_injected == 1 ? "" : "s");
         }
-    } else if (r->self_test != PV_ST_NONE) {
+    } else if (r->self_test != PV_ST_NONE && r->self_test != PV_ST_CAP_CORRUPT) {
         if (v->injected == 0) {
             broken_selftest = 1;
             add_reason(v, "self-test %s: no corruption was injected (no test of the largest size ran)",
@@ -250,6 +252,40 @@ int pv_compute_verdict(const pv_results *r, pv_verdict *v)
         add_reason(v, "CUDA error: %s", r->cuda_error_msg);
     }
     keep_risk_reasons(r, v);
+
+    /* --peer-cap: the owner must work again once its memory is freed */
+    int cap_injected = 0, cap_caught = 0;
+    for (int k = 0; r->peer_cap_ran && k < r->npeer_cap; k++) {
+        const pv_peer_cap *c = &r->peer_cap[k];
+        if (c->injected) {
+            cap_injected++;
+            cap_caught += c->status == PV_CAP_FAIL;
+            continue;
+        }
+        if (c->status != PV_CAP_FAIL)
+            continue;
+        char d[400];
+        pv_peer_cap_describe(c, r->gpu[c->owner].bar1_bytes, d, sizeof d);
+        add_reason(v, "PEER CAP %s", d);
+        if (strstr(c->note, "wrong bytes"))
+            corrupt = 1;
+        else
+            cuda = 1;
+    }
+    if (r->self_test == PV_ST_CAP_CORRUPT) {
+        if (cap_injected == 0) {
+            broken_selftest = 1;
+            add_reason(v, "self-test cap-corrupt: nothing was injected (no GPU's cap was measured)%s", "");
+        } else if (cap_caught < cap_injected) {
+            broken_selftest = 1;
+            add_reason(v, "self-test cap-corrupt: only %d of %d injected wrong bytes were detected: the check is broken",
+                       cap_caught, cap_injected);
+        } else {
+            corrupt = 1;
+            add_reason(v, "self-test cap-corrupt: the injected wrong byte was detected for all %d GPU%s (as intended)",
+                       cap_injected, cap_injected == 1 ? "" : "s");
+        }
+    }
 
     /* NCCL */
     if (r->nccl.state == PV_NCCL_RAN) {
