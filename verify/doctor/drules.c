@@ -1538,6 +1538,49 @@ static void bar1_as_large_as_vram(ctx *c, const bar1_view *x, long long bar1, lo
     f_ev(f, &x->vram->ev);
 }
 
+/* BAR1 at its largest and below VRAM (48 GB RTX 4090 D with 32 GiB): no
+ * static BAR1. With this project's modules from 580.65.06 on (p2p-0014) its
+ * pairs with GPUs that lack static BAR1 too take a BAR1 window per shared
+ * allocation; before that (p2p-0007), and with other modules, it has no BAR1
+ * P2P. Says which route applies, with the window limits. */
+static void bar1_smaller_than_vram(ctx *c, const bar1_view *x, long long bar1, long long vram, long long rmax)
+{
+    const char *v = driver_version(c);
+    int ours = (c->o->preinstall && c->o->tag[0]) || c->d->ours == 1;
+    int windows = v && ours && dp_vercmp(v, "580.65.06") >= 0;
+    int scope = x->g >= 0 ? DR_SCOPE_GPU : DR_SCOPE_MACHINE;
+    long long budget = bar1 > 64 ? bar1 - 64 : 0;
+    dr_finding *f = finding(c->d, "bar1-smaller-than-vram", scope, x->g, -1, windows ? DR_SEV_DEGRADES : DR_SEV_BLOCKS,
+                            rmax > 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
+    if (!f)
+        return;
+    if (windows) {
+        SUMMARY(f, "%s's BAR1 (%lld MiB) is smaller than its VRAM (%lld MiB)%s: no static BAR1 mapping, so its pairs "
+                   "take BAR1 windows (p2p-0014), one per allocation a peer maps: at most %lld MiB of its memory is "
+                   "shared with peers at a time, and no single allocation above that",
+                x->label, bar1, vram, rmax > 0 ? " and already at the largest size it offers" : "", budget);
+        FIX(f, "pair it only with GPUs that lack static BAR1 too (mixed pairs get no P2P); share through cuMem "
+               "(NCCL, PyTorch 2.8+), not cudaDeviceEnablePeerAccess (maps every allocation: stops near %lld MiB); "
+               "NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0, NCCL_P2P_LEVEL=SYS across host bridges; refusals "
+               "are logged as \"BAR1 P2P window:\" (docs/bar1-windows.md)",
+            budget);
+    } else {
+        SUMMARY(f, "%s's BAR1 (%lld MiB) is smaller than its VRAM (%lld MiB)%s: the static BAR1 mapping BAR1 P2P "
+                   "needs is impossible for it",
+                x->label, bar1, vram, rmax > 0 ? " and already at the largest size it offers" : "");
+        FIX(f, "%s", v && ours
+                         ? "this driver (before 580.65.06) reports no P2P for this GPU's pairs (patch p2p-0007): "
+                           "build.sh install of a tag from 580.65.06 on gives them BAR1 windows (p2p-0014, "
+                           "docs/bar1-windows.md), or pair GPUs whose BAR1 covers VRAM"
+                         : "this project's modules from 580.65.06 on give its pairs BAR1 windows, one per shared "
+                           "allocation (p2p-0014, docs/bar1-windows.md); older ones (p2p-0007) report no P2P for its "
+                           "pairs; with other modules leave it out of P2P (CUDA_VISIBLE_DEVICES)");
+    }
+    f_ev(f, &x->bar1->ev);
+    f_ev(f, &x->vram->ev);
+    f_ev(f, &x->rmax->ev);
+}
+
 static void bar1_one(ctx *c, const bar1_view *x)
 {
     dr_sys *s = &c->m->sys;
@@ -1595,19 +1638,7 @@ static void bar1_one(ctx *c, const bar1_view *x)
         f_ev(f, &s->rebar_failed.ev);
         f_ev(f, &s->rebar_option_applied.ev);
     } else if (vram > 0) {
-        f = finding(d, "bar1-smaller-than-vram", scope, x->g, -1, DR_SEV_BLOCKS,
-                    rmax > 0 ? DR_CERT_CERTAIN : DR_CERT_LIKELY);
-        if (!f)
-            return;
-        SUMMARY(f, "%s's BAR1 (%lld MiB) is smaller than its VRAM (%lld MiB)%s: the static BAR1 mapping BAR1 P2P "
-                   "needs is impossible for it",
-                lab, bar1, vram, rmax > 0 ? " and already at the largest size it offers" : "");
-        FIX(f, "none for this GPU (its BAR1 cannot grow): pair GPUs whose BAR1 covers VRAM. The modules of "
-               "build.sh (patch p2p-0007) report no P2P for this GPU's pairs and keep it for the others; with "
-               "other modules leave it out of P2P yourself (CUDA_VISIBLE_DEVICES)");
-        f_ev(f, &x->bar1->ev);
-        f_ev(f, &x->vram->ev);
-        f_ev(f, &x->rmax->ev);
+        bar1_smaller_than_vram(c, x, bar1, vram, rmax);
     }
 }
 
