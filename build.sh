@@ -99,6 +99,28 @@ declare -A P2P_CMD_OPTS=(
   [check]=""
 )
 
+# Each option given, as the user wrote it ("--userspace run"), by what it
+# sets (--no-userspace sets --userspace): one that is given twice must say
+# the same both times (note_opt).
+declare -A P2P_OPT_SEEN=()
+
+# note_opt OPT [VALUE]: dies (usage) when OPT contradicts what an earlier
+# option said: another value for it, or --no-userspace against --userspace
+# auto or run. --chroot is repeatable.
+note_opt() {
+  local opt=$1 value=${2:-} key spelled prev
+  [[ ${opt} == --chroot ]] && return 0
+  spelled="${opt}${value:+ ${value}}"
+  key=${opt}
+  [[ ${opt} == --no-userspace ]] && key=--userspace value=keep
+  if [[ -n ${P2P_OPT_SEEN[${key}]+x} ]]; then
+    prev=${P2P_OPT_SEEN[${key}]}
+    [[ ${prev%%$'\t'*} == "${value}" ]] ||
+      die "${EX_USAGE}" "${prev#*$'\t'} and ${spelled} contradict each other: give one"
+  fi
+  P2P_OPT_SEEN[${key}]="${value}"$'\t'"${spelled}"
+}
+
 # parse_stage_args CMD TAGVAR ARGS...: the command's options, and its one
 # positional argument (a tag) into the variable named TAGVAR.
 parse_stage_args() {
@@ -116,6 +138,7 @@ parse_stage_args() {
     case ${opt} in
     --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit | --fresh-base)
       allowed_opt "${cmd}" "${opt}"
+      note_opt "${opt}"
       case ${opt} in
       --new) P2P_REBASE_NEW=1 ;;
       --list) P2P_REBASE_LIST=1 ;;
@@ -133,6 +156,7 @@ parse_stage_args() {
     --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot | --os | --precompiled | --mirror)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
+      note_opt "${opt}" "$2"
       set_opt_value "${opt}" "$2"
       shift 2
       ;;
@@ -148,6 +172,11 @@ parse_stage_args() {
   done
   if [[ -n ${P2P_KERNEL} && -n ${P2P_KERNEL_SRC} ]]; then
     die "${EX_USAGE}" "--kernel and --kernel-src exclude each other"
+  fi
+  if [[ ${P2P_NO_RUN} -eq 1 && -n ${P2P_RUN_FILE}${P2P_RUN_SHA256} ]]; then
+    opt=--run-sha256
+    [[ -z ${P2P_RUN_FILE} ]] || opt=--run
+    die "${EX_USAGE}" "--no-run and ${opt} contradict each other: give one"
   fi
 }
 

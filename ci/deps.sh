@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # ci/deps.sh [unit|build]: install, with apt, what build.sh and the tests need on
-# Debian 12 (CI) or Ubuntu (the kernel headers of the running flavour).
+# Debian 12 (CI) or Ubuntu (the kernel headers of the running flavour). As a
+# normal user it runs itself through sudo; as root (a fresh machine without
+# sudo) it needs nothing else.
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
@@ -35,7 +37,12 @@ main() {
   *) printf 'deps.sh: unknown tier %s (unit or build)\n' "${tier}" >&2 && exit 2 ;;
   esac
   if [[ "$(id -u)" != 0 ]]; then
-    printf 'deps.sh: needs root to run apt-get\n' >&2
+    # apt-get needs root: as a normal user, through sudo (asks once)
+    if command -v sudo >/dev/null 2>&1; then
+      exec sudo -- "$0" "${tier}"
+    fi
+    printf 'deps.sh: needs root to run apt-get, and sudo is not installed: run it as root (su -c "%s %s")\n' \
+      "$0" "${tier}" >&2
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive

@@ -92,6 +92,9 @@ cmd_doctor() {
   local -a args=()
   [[ ${P2P_DOCTOR_JSON} -eq 1 ]] && args+=(--json)
   if [[ -n ${P2P_DOCTOR_FROM} ]]; then
+    if [[ -f ${P2P_DOCTOR_FROM} ]]; then
+      die "${EX_DOCTOR_UNREADABLE}" "--from ${P2P_DOCTOR_FROM} is a file; --from reads a directory: put the saved outputs (one command's output per file, any names) into a directory and give that, e.g. mkdir pastes && mv ${P2P_DOCTOR_FROM##*/} pastes/ && build.sh doctor --from pastes"
+    fi
     [[ -d ${P2P_DOCTOR_FROM} ]] || die "${EX_DOCTOR_UNREADABLE}" "--from ${P2P_DOCTOR_FROM}: no such directory"
     doctor_run --from "${P2P_DOCTOR_FROM}" "${args[@]+"${args[@]}"}"
   else
@@ -209,7 +212,7 @@ collect_cmd() {
   local dir=$1 file=$2 prog=$3 rc=0
   shift 4
   if ! command -v "${prog}" >/dev/null 2>&1; then
-    manifest "${dir}" missing "${file}" "${prog} is not installed$([[ ${prog} == nvidia-smi ]] && printf ' (no NVIDIA driver yet)')"
+    manifest "${dir}" missing "${file}" "${prog} is not installed$(program_origin "${prog}")"
     return 0
   fi
   timeout "${P2P_DOCTOR_TIMEOUT}" "$@" >"${dir}/.raw" 2>&1 || rc=$?
@@ -222,6 +225,18 @@ collect_cmd() {
   else
     manifest "${dir}" ok "${file}" "$*"
   fi
+}
+
+# program_origin PROG: where PROG comes from, as " (...)" after "is not
+# installed": the Debian/Ubuntu package (the same name on Fedora and Arch),
+# or the NVIDIA driver.
+program_origin() {
+  case $1 in
+  nvidia-smi) printf ' (no NVIDIA driver yet)' ;;
+  lspci) printf ' (package pciutils)' ;;
+  modinfo) printf ' (package kmod)' ;;
+  mokutil) printf ' (package mokutil)' ;;
+  esac
 }
 
 # collect_p2p_matrices DIR: topo -p2p r and w in one file, each under its

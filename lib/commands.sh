@@ -153,6 +153,24 @@ cmd_list() {
       printf '  %-12s %-*s %-7s %s\n' "${tag}" "${width}" "${V_TESTED[${tag}]}" "${src}" "${run}"
     done
   done
+  list_legend
+}
+
+# list_legend: what the columns of list mean, after the tables.
+list_legend() {
+  cat <<'EOF'
+
+VERIFIED  what this project checked for the tag (versions.conf, column "tested"):
+          apply: the series applies at fuzz 0; compile: every translation unit
+          it changes compiles; build:<k>: all five modules build for Debian's
+          kernel series <k>; load:<k>: nvidia.ko's init ran under QEMU on <k>;
+          bisect: every prefix of the series builds. None on consumer GPUs.
+SOURCE    cached: a verified upstream source is in this machine's cache
+          (build.sh fetch <tag>); no: the next run fetches it.
+RUN       NVIDIA's .run for the tag: cached, or no (fetched when needed);
+          "sha256 unknown": versions.conf pins no checksum, so a download
+          needs --run-sha256 HEX (or give --run FILE, or --userspace keep).
+EOF
 }
 
 # list_family FAMILY: its heading: tags, the patches carried and left out.

@@ -105,6 +105,11 @@ setup() {
   done <"${REPO_ROOT}/versions.conf"
   assert_equal "$(grep -c -E '^  [0-9]{3}\.' <<<"${output}")" "${n}"
   assert_line --regexp '^  TAG +VERIFIED +SOURCE +RUN$'
+  # a legend for the columns, after the last table
+  assert_line --regexp '^VERIFIED  what this project checked'
+  assert_line --regexp '^SOURCE    cached: '
+  assert_line --regexp '^RUN       NVIDIA'
+  assert_output --partial '"sha256 unknown": no pinned checksum'
   # One column each: SOURCE starts at the same place on every line, the
   # longest VERIFIED included.
   local col
@@ -257,4 +262,30 @@ GOOD_LINE="565.57.01 565 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea
   run_build verify --build-only
   assert_failure 8
   assert_output --partial "could not build verify/p2p-verify"
+}
+
+@test "contradicting options are refused with 2, the same option twice with the same value is fine" {
+  run_build install 565.57.01 --userspace run --no-userspace --dry-run
+  assert_failure 2
+  assert_output --partial "--userspace run and --no-userspace contradict each other: give one"
+  run_build install 565.57.01 --no-userspace --userspace auto --dry-run
+  assert_failure 2
+  assert_output --partial "--no-userspace and --userspace auto contradict each other"
+  run_build install 565.57.01 --nvlink keep --nvlink=off --dry-run
+  assert_failure 2
+  assert_output --partial "--nvlink keep and --nvlink off contradict each other"
+  run_build fetch 565.57.01 --no-run --run /tmp/x.run
+  assert_failure 2
+  assert_output --partial "--no-run and --run contradict each other"
+  run_build fetch 565.57.01 --run-sha256 "$(printf 'a%.0s' {1..64})" --no-run
+  assert_failure 2
+  assert_output --partial "--no-run and --run-sha256 contradict each other"
+  # saying the same thing twice is no contradiction
+  run_build check 565.57.01
+  assert_success
+  run_build patch 565.57.01 --out /tmp/a --out /tmp/b --dry-run
+  assert_failure 2
+  assert_output --partial "--out /tmp/a and --out /tmp/b contradict each other"
+  run_build install 565.57.01 --userspace keep --no-userspace --no-dkms --no-dkms --nvlink off --nvlink off --dry-run
+  refute_output --partial "contradict"
 }

@@ -66,14 +66,14 @@ License	README.md"
 
 @test "README.md's first screen sets up a fresh Debian/Ubuntu machine: the build's and the tests' command" {
   run head -n 40 "${REPO_ROOT}/README.md"
-  assert_line --regexp '^sudo ci/deps\.sh build && \./build\.sh [0-9.]+ --dry-run '
-  assert_line --regexp '^sudo ci/deps\.sh unit && test/run unit '
+  assert_line --regexp '^ci/deps\.sh build && \./build\.sh [0-9.]+ --dry-run '
+  assert_line --regexp '^ci/deps\.sh unit && test/run unit '
   # The commands it names exist and take those arguments.
   assert_file_executable "${REPO_ROOT}/ci/deps.sh"
   assert_file_executable "${REPO_ROOT}/test/run"
   grep -q -E '^  (unit|build)\) ' "${REPO_ROOT}/ci/deps.sh" || fail "ci/deps.sh lacks its unit/build tiers"
   local tag
-  tag=$(head -n 40 "${REPO_ROOT}/README.md" | sed -n -E 's/^sudo ci\/deps\.sh build && \.\/build\.sh ([0-9.]+) --dry-run.*/\1/p')
+  tag=$(head -n 40 "${REPO_ROOT}/README.md" | sed -n -E 's/^ci\/deps\.sh build && \.\/build\.sh ([0-9.]+) --dry-run.*/\1/p')
   run_build check "${tag}"
   assert_success
 }
@@ -173,4 +173,27 @@ EOF
     [[ ${header} =~ [|,][[:space:]]${fam//./\\.}[[:space:],|] ]] || missing+=("how-it-works.md:${fam}")
   done < <(awk '!/^#/ && NF { print $2 }' "${REPO_ROOT}/versions.conf" | sort -u)
   [[ ${#missing[@]} -eq 0 ]] || fail "families without a column: ${missing[*]} (a new family from rebase: read its code and add it)"
+}
+
+@test "README.md speaks to newcomers: no changelog warnings on it (troubleshooting has the ccache one), no sudo a root-only machine lacks" {
+  run grep -c 'Rebuild if you built with ccache' "${REPO_ROOT}/README.md"
+  assert_output 0
+  run grep -c 'Rebuild if you built with ccache' "${REPO_ROOT}/docs/troubleshooting.md"
+  assert_output 1
+  # the set-up lines of the first screen run as root as well as through sudo
+  run grep -n -E '^sudo ci/deps' "${REPO_ROOT}/README.md"
+  assert_failure
+}
+
+@test "ci/deps.sh as a normal user runs itself through sudo; without sudo it says to run it as root" {
+  stub id - <<<'echo 1000'
+  stub sudo - <<<'exit 0'
+  run "${REPO_ROOT}/ci/deps.sh" unit
+  assert_success
+  run cat "${STUB_LOG}"
+  assert_line --regexp "^sudo -- .*/ci/deps\.sh unit$"
+  rm -f "${STUBS}/sudo"
+  PATH="$(path_hiding sudo)" run "${REPO_ROOT}/ci/deps.sh" build
+  assert_failure 1
+  assert_output --partial 'needs root to run apt-get, and sudo is not installed: run it as root'
 }

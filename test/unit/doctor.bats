@@ -408,13 +408,15 @@ files_outside() {
   printf 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet\n' >"${NVP2P_PROCFS}/cmdline"
   stub dmesg - <<<'echo "dmesg: read kernel buffer failed: Operation not permitted" >&2; exit 1'
   stub journalctl - <<<'exit 1'
-  rm -f "${STUBS}/nvidia-smi"
+  rm -f "${STUBS}/nvidia-smi" "${STUBS}/lspci"
   local before
   before=$(files_outside)
-  PATH="$(path_hiding nvidia-smi modinfo mokutil)" run_build doctor
+  PATH="$(path_hiding nvidia-smi modinfo mokutil lspci)" run_build doctor
   assert_failure 32
   assert_output --partial "from this machine"
   assert_output --partial "not collected: nvidia-smi-q.txt: nvidia-smi is not installed (no NVIDIA driver yet)"
+  assert_output --partial "not collected: lspci.txt: lspci is not installed (package pciutils)"
+  assert_output --partial "modinfo is not installed (package kmod)"
   assert_output --partial "not collected: dmesg.txt: the kernel log could not be read"
   assert_output --partial "not collected: nvidia-version.txt: ${NVP2P_PROCFS}/driver/nvidia/version does not exist (the nvidia module is not loaded)"
   assert_line --regexp '^  cmdline\.txt +read +1 line: command line'
@@ -705,4 +707,15 @@ MAKE
   assert_success
   run cat "${b}/modprobe.txt"
   assert_output "modprobe-options: none (no nvidia or nouveau line in modprobe.d)"
+}
+
+@test "build.sh doctor --from a file (a saved paste) says to put it into a directory, 33" {
+  printf 'GPU0 GPU1\n' >"${BATS_TEST_TMPDIR}/paste.txt"
+  run_build doctor --from "${BATS_TEST_TMPDIR}/paste.txt"
+  assert_failure 33
+  assert_output --partial "is a file; --from reads a directory"
+  assert_output --partial "mkdir pastes && mv paste.txt pastes/ && build.sh doctor --from pastes"
+  run_build doctor --from "${BATS_TEST_TMPDIR}/nothing-here"
+  assert_failure 33
+  assert_output --partial "no such directory"
 }
