@@ -82,6 +82,8 @@ P2P_REBASE_LIST=0
 P2P_REBASE_COMMIT=0
 P2P_CHROOTS=()
 P2P_HELP=0
+# 1 while the pipeline (build.sh <tag>) runs its stages in this process
+P2P_IN_PIPELINE=0
 
 # Options each command accepts (besides the global ones).
 declare -A P2P_CMD_OPTS=(

@@ -4,6 +4,7 @@
 # ends with the first failure's exit code.
 
 P2P_DRY_PROBLEM=0
+P2P_DRY_PROBLEMS=0
 
 # preflight_fail CODE MESSAGE: die, or under --dry-run record and continue.
 preflight_fail() {
@@ -12,9 +13,21 @@ preflight_fail() {
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'PROBLEM: %s\n' "$*"
     [[ ${P2P_DRY_PROBLEM} -ne 0 ]] || P2P_DRY_PROBLEM=${code}
+    P2P_DRY_PROBLEMS=$((P2P_DRY_PROBLEMS + 1))
     return 0
   fi
   die "${code}" "$*"
+}
+
+# dry_run_end WHAT: the last line of a plan: what the real run would end
+# with, or, after PROBLEM lines, that it would not get there (and the exit
+# code of the first); no next steps then.
+dry_run_end() {
+  if [[ ${P2P_DRY_PROBLEMS} -eq 0 ]]; then
+    stage plan "end: $*; nothing was changed"
+    return 0
+  fi
+  stage plan "end: the real run would stop at the first PROBLEM above (${P2P_DRY_PROBLEMS} in all), exit ${P2P_DRY_PROBLEM}; nothing was changed"
 }
 
 # preflight_pipeline TAG: everything `build.sh <tag>` needs, checked up front.

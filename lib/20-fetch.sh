@@ -41,6 +41,7 @@ cmd_fetch() {
   cache_lock
   fetch_source "${tag}"
   fetch_run_if_wanted "${tag}"
+  [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
   printf '%s\n' "$(cache_src_dir "${tag}")"
 }
 
@@ -182,7 +183,10 @@ fetch_run() {
     return 0
   fi
   if [[ -z ${expected} ]]; then
-    die "${EX_CHECKSUM}" "the .run checksum for ${tag} is unknown (versions.conf: unknown); pass --run-sha256 HEX or --run FILE"
+    # a dry run says so and goes on: the plan stays whole
+    preflight_fail "${EX_CHECKSUM}" "the .run checksum for ${tag} is unknown (versions.conf: unknown), so nothing could verify a download; pass --run-sha256 HEX, --run FILE or --userspace keep"
+    P2P_RUN_PATH=${dest}
+    return 0
   fi
   P2P_RUN_PATH=${dest}
   if [[ -f ${dest} ]]; then

@@ -182,6 +182,25 @@ tag_series() {
   done <<<"${names}"
 }
 
+# tag_series_unfetched TAG: the plan's patch list while TAG's source is not
+# fetched: every patch of the family; a compat patch whose use depends on the
+# source (X-Applied-Upstream-If, X-Applies-If) is marked as decided once the
+# source is there.
+tag_series_unfetched() {
+  local tag=$1 dir names name check
+  dir=$(family_dir "${tag}")
+  names=$(family_patches "${tag}") || exit "$?"
+  while IFS= read -r name; do
+    [[ -n ${name} ]] || continue
+    check=$(applied_upstream_check "${dir}/${name}")$(applies_if_check "${dir}/${name}") || exit "$?"
+    if [[ -n ${check} ]]; then
+      printf '%s  (decided once the source is fetched: left out where upstream has the fix)\n' "${name}"
+    else
+      printf '%s\n' "${name}"
+    fi
+  done <<<"${names}"
+}
+
 # family_files TAG: the files the family's patches and checks read.
 family_files() {
   local dir name
@@ -265,6 +284,14 @@ patch_tree() {
     fi
     [[ -f ${out}/${PATCHED_STAMP} ]] ||
       die "${EX_USAGE}" "--out ${out} exists and is not a tree patched by build.sh; choose a new directory"
+  fi
+  if [[ ${P2P_DRY_RUN} -eq 1 && ! -d $(cache_src_dir "${tag}") ]]; then
+    # not fetched yet: which compat patches upstream already has is not known
+    series=$(tag_series_unfetched "${tag}") || exit "$?"
+    stage patch "${tag}: family ${V_FAMILY[${tag}]}, up to $(grep -c . <<<"${series}") patches, fuzz 0"
+    printf 'would apply to a copy of %s (not fetched yet), into %s:\n' "$(cache_src_dir "${tag}")" "${out}"
+    printf '  %s\n' "${series//$'\n'/$'\n'  }"
+    return 0
   fi
   stage patch "${tag}: family ${V_FAMILY[${tag}]}, $(grep -c . <<<"${series}") patches, fuzz 0"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then

@@ -125,6 +125,7 @@ cmd_install() {
   cache_lock_if_made
   install_preflight "${tag}"
   install_all "${tag}"
+  [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
 }
 
 # cache_lock_if_made: install reads what build left in the work directory; a
@@ -141,7 +142,7 @@ resolve_install_kernel() {
 
 # install_preflight TAG: refuse before changing anything.
 install_preflight() {
-  local tag=$1
+  local tag=$1 problem
   if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
     stage preflight "install of ${tag} for kernel ${P2P_KREL} (--no-dkms)"
   else
@@ -151,26 +152,61 @@ install_preflight() {
   if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
     is_root || die "${EX_PREFLIGHT}" "install needs root (try: sudo $0 install ${tag})"
     need_cmd depmod kmod
+    problem=$(install_unbuilt "${tag}")
+    [[ -z ${problem} ]] || die "${EX_PREFLIGHT}" "${problem}"
     if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
-      [[ -d ${P2P_MODULES_DIR} ]] ||
-        die "${EX_PREFLIGHT}" "no modules of ${tag} built for ${P2P_KREL} in ${P2P_MODULES_DIR}; run: build.sh build ${tag} --kernel ${P2P_KREL}"
       check_modules "${P2P_MODULES_DIR}" "${tag}" "${P2P_KREL}"
       [[ -d ${P2P_ROOT}/lib/modules/${P2P_KREL} ]] ||
         die "${EX_PREFLIGHT}" "kernel ${P2P_KREL} is not installed (${P2P_ROOT}/lib/modules/${P2P_KREL})"
     else
-      [[ -f $(payload_dir "${tag}")/dkms.conf ]] ||
-        die "${EX_PREFLIGHT}" "no DKMS source of ${tag} in $(payload_dir "${tag}"); run: build.sh build ${tag}"
       dkms_preflight
       dkms_conflicts
       dkms_target_kernels
     fi
-  elif [[ ${P2P_NO_DKMS} -eq 0 ]]; then
-    dkms_target_kernels_dry
+  else
+    install_preflight_dry "${tag}"
   fi
   sign_resolve
   preflight_secure_boot
   userspace_preflight "${tag}"
   [[ ${P2P_NO_USERSPACE} -eq 1 ]] || fetch_run "${tag}"
+}
+
+# install_unbuilt TAG: why install has nothing to install for TAG, or nothing
+# when build left what it needs (the modules, or the DKMS source).
+install_unbuilt() {
+  local tag=$1
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    [[ -d ${P2P_MODULES_DIR} ]] ||
+      printf 'no modules of %s built for %s in %s; run: build.sh build %s --kernel %s\n' \
+        "${tag}" "${P2P_KREL}" "${P2P_MODULES_DIR}" "${tag}" "${P2P_KREL}"
+  else
+    [[ -f $(payload_dir "${tag}")/dkms.conf ]] ||
+      printf 'no DKMS source of %s in %s; run: build.sh build %s\n' "${tag}" "$(payload_dir "${tag}")" "${tag}"
+  fi
+}
+
+# install_in_pipeline: the install step runs inside build.sh <tag>, after its
+# build (install_preflight_dry then checks only what the pipeline leaves).
+install_in_pipeline() {
+  P2P_IN_PIPELINE=1
+}
+
+# install_preflight_dry TAG: what the real install would refuse, as PROBLEM
+# lines. In the pipeline's plan the build comes first and the install step
+# runs as root (through sudo), so only the kernels are checked there.
+install_preflight_dry() {
+  local tag=$1 problem
+  if [[ ${P2P_IN_PIPELINE} -eq 0 ]]; then
+    is_root || preflight_fail "${EX_PREFLIGHT}" "install needs root (try: sudo $0 install ${tag})"
+    problem=$(install_unbuilt "${tag}")
+    [[ -z ${problem} ]] || preflight_fail "${EX_PREFLIGHT}" "${problem}"
+    if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
+      problem=$(dkms_problem)
+      [[ -z ${problem} ]] || preflight_fail "${EX_PREFLIGHT}" "${problem}"
+    fi
+  fi
+  [[ ${P2P_NO_DKMS} -eq 1 ]] || dkms_target_kernels_dry
 }
 
 # dkms_target_kernels_dry: the kernels a DKMS install would build for; under
@@ -229,6 +265,11 @@ install_all() {
       "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(p2p_state_dir)/installed-${P2P_KREL}"
   fi
   txn_commit
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    dry_run_end "driver ${tag} with PCIe P2P would be installed for ${P2P_KREL}"
+    [[ ${P2P_DRY_PROBLEMS} -ne 0 ]] || sign_next_steps
+    return 0
+  fi
   stage finished "driver ${tag} with PCIe P2P installed for ${P2P_KREL}"
   sign_next_steps
 }

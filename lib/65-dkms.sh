@@ -317,6 +317,11 @@ dkms_install_all() {
       "${P2P_SIGN_CERT:-none}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(dkms_state_file "${tag}")"
   fi
   txn_commit
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    dry_run_end "driver ${tag} with PCIe P2P would be registered with DKMS and installed for: ${P2P_KERNELS[*]}"
+    [[ ${P2P_DRY_PROBLEMS} -ne 0 ]] || sign_next_steps
+    return 0
+  fi
   stage finished "driver ${tag} with PCIe P2P registered with DKMS and installed for: ${P2P_KERNELS[*]}"
   sign_next_steps
 }

@@ -106,6 +106,7 @@ cmd_container() {
   container_modules "${tag}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would make the %s base, then assemble oci:%s:%s\n' "${P2P_CTR_OS}" "${out}" "${ref}"
+    [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
     return 0
   fi
   base=$(container_base) || exit "$?"

@@ -286,6 +286,14 @@ rebase_workspace() {
   RB_DIR="${P2P_WORK_DIR}/rebase-${tag}"
   rm -rf -- "${RB_DIR}"
   mkdir -p "${RB_DIR}"
+  on_exit rebase_workspace_cleanup
+}
+
+# rebase_workspace_cleanup RC: a rebase that failed before the tag's source
+# was in (no such tag, unreachable source) leaves no workspace behind.
+rebase_workspace_cleanup() {
+  [[ $1 -ne 0 && -n ${RB_DIR} && ! -e ${RB_DIR}/src ]] || return 0
+  rm -rf -- "${RB_DIR}"
 }
 
 # rebase_source TAG: RB_DIR/src holds the tag's tree, and V_* its pins.
@@ -320,7 +328,7 @@ rebase_gitdir() {
     RB_GITDIR=$(git -c safe.directory='*' -C "${src}" rev-parse --absolute-git-dir 2>/dev/null) ||
       die "${EX_FETCH}" "${src}: not a usable git repository"
     git -c safe.directory='*' --git-dir="${RB_GITDIR}" rev-parse -q --verify "refs/tags/${tag}" >/dev/null ||
-      die "${EX_FETCH}" "${src} has no tag ${tag}$(newest_tag_hint "${RB_GITDIR}")"
+      die "${EX_FETCH}" "${src} has no tag ${tag}$(newest_tag_hint "${RB_GITDIR}" "${tag}")"
     return 0
   fi
   if [[ -n ${src} && -f ${src} ]] && git bundle list-heads "${src}" >/dev/null 2>&1; then
@@ -357,7 +365,7 @@ rebase_fetch() {
   if ! git --git-dir="${RB_GITDIR}" fetch -q --no-tags --depth=1 -- "${from}" \
     "+refs/tags/${tag}:refs/tags/${tag}" 2>>"${P2P_LOG_FILE:-/dev/null}"; then
     if git ls-remote --tags -- "${from}" >/dev/null 2>&1; then
-      die "${EX_FETCH}" "tag ${tag} does not exist in ${from}$(newest_remote_tag_hint "${from}")"
+      die "${EX_FETCH}" "tag ${tag} does not exist in ${from}$(newest_remote_tag_hint "${from}" "${tag}")"
     fi
     die "${EX_FETCH}" "cannot reach ${from} (offline? pass --source with a git repository or bundle holding the tag)"
   fi
@@ -381,16 +389,28 @@ family_nearest_listed() {
   printf '%s\n' "${best}"
 }
 
+# newest_tag_hint GITDIR TAG, newest_remote_tag_hint URL TAG: after "has no
+# tag TAG": the newest tag there, and "not released yet?" only where TAG is
+# newer than that.
 newest_tag_hint() {
-  local newest
-  newest=$(git -c safe.directory='*' --git-dir="$1" tag -l '[0-9]*' | sort -V | tail -n 1)
-  [[ -n ${newest} ]] && printf ' (newest there: %s; not released yet?)' "${newest}"
+  tag_absent_hint "$2" "$(git -c safe.directory='*' --git-dir="$1" tag -l '[0-9]*' | sort -V | tail -n 1)"
 }
 
 newest_remote_tag_hint() {
-  local newest
-  newest=$(git ls-remote --tags --refs -- "$1" 2>/dev/null | sed -n -E 's|.*refs/tags/([0-9][0-9.]*)$|\1|p' | sort -V | tail -n 1)
-  [[ -n ${newest} ]] && printf ' (newest there: %s; not released yet?)' "${newest}"
+  tag_absent_hint "$2" "$(git ls-remote --tags --refs -- "$1" 2>/dev/null |
+    sed -n -E 's|.*refs/tags/([0-9][0-9.]*)$|\1|p' | sort -V | tail -n 1)"
+}
+
+# tag_absent_hint TAG NEWEST: " (newest there: NEWEST; not released yet?)"
+# for a TAG above NEWEST, " (newest there: NEWEST; no such release)" below.
+tag_absent_hint() {
+  local tag=$1 newest=$2
+  [[ -n ${newest} ]] || return 0
+  if version_le "${newest}" "${tag}"; then
+    printf ' (newest there: %s; not released yet?)' "${newest}"
+  else
+    printf ' (newest there: %s; no release %s among the older ones)' "${newest}" "${tag}"
+  fi
 }
 
 # rebase_stage_family TAG FAMILY: RB_DIR/family, a copy of FAMILY that the

@@ -20,13 +20,14 @@ rebase_new() {
   versions_load
   source=${P2P_SOURCE:-${NVP2P_UPSTREAM_GIT:-${UPSTREAM_GIT_URL}}}
   mapfile -t tags < <(rebase_new_tags "${source}")
-  if [[ ${P2P_REBASE_LIST} -eq 1 ]]; then
-    [[ ${#tags[@]} -eq 0 ]] || printf '%s\n' "${tags[@]}"
+  if [[ ${#tags[@]} -eq 0 ]]; then
+    # with --list on stderr: stdout stays the list (empty)
+    printf 'rebase --new: nothing new in %s: versions.conf lists every tag there from %s on\n' \
+      "${source}" "$(printf '%s\n' "${V_TAGS[@]}" | sort -V | head -n 1)" >&"$((P2P_REBASE_LIST == 1 ? 2 : 1))"
     return 0
   fi
-  if [[ ${#tags[@]} -eq 0 ]]; then
-    printf 'rebase --new: nothing new in %s: versions.conf lists every tag there from %s on\n' \
-      "${source}" "$(printf '%s\n' "${V_TAGS[@]}" | sort -V | head -n 1)"
+  if [[ ${P2P_REBASE_LIST} -eq 1 ]]; then
+    printf '%s\n' "${tags[@]}"
     return 0
   fi
   rebase_new_preflight

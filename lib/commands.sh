@@ -36,6 +36,7 @@ EOF
 
 cmd_all() {
   local tag=""
+  install_in_pipeline
   parse_stage_args all tag "$@"
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
@@ -53,10 +54,10 @@ cmd_all() {
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
   build_modules "${tag}"
   pipeline_install "${tag}"
-  next_steps "${tag}"
   if [[ ${P2P_DRY_PROBLEM} -ne 0 ]]; then
     exit "${P2P_DRY_PROBLEM}"
   fi
+  next_steps "${tag}"
 }
 
 # pipeline_install TAG: in this process as root; otherwise through sudo, with

@@ -36,7 +36,7 @@ exit_code_table() {
     "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know" \
     "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
     "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
-    "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch" \
+    "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch (or none pinned to check against)" \
     "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved" \
     "${EX_BUILD}" "kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed" \
     "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \

@@ -92,7 +92,40 @@ require_tag() {
   valid_tag_string "${tag}" || die "${EX_UNSUPPORTED}" "'${tag}' is not a driver tag (expected digits and dots, like 565.57.01)"
   versions_load
   [[ -n ${V_FAMILY[${tag}]+x} ]] ||
-    die "${EX_UNSUPPORTED}" "tag ${tag} is not in versions.conf (see: build.sh list); to bring a newer release into support: build.sh rebase ${tag}"
+    die "${EX_UNSUPPORTED}" "tag ${tag} is not in versions.conf (see: build.sh list)$(unlisted_tag_hint "${tag}")"
+}
+
+# unlisted_tag_hint TAG: what to do about a tag versions.conf does not list:
+# the listed tags it abbreviates ("580.95": 580.95.05), that support starts
+# later (older than the oldest), or, for a newer one, rebase.
+unlisted_tag_hint() {
+  local tag=$1 t oldest="" newest=""
+  local -a like=()
+  for t in "${V_TAGS[@]}"; do
+    [[ ${t} == "${tag}".* ]] && like+=("${t}")
+    [[ -n ${oldest} ]] && version_le "${oldest}" "${t}" || oldest=${t}
+    [[ -n ${newest} ]] && version_le "${t}" "${newest}" || newest=${t}
+  done
+  if [[ ${#like[@]} -gt 0 ]]; then
+    printf '; did you mean %s?' "$(printf '%s\n' "${like[@]}" | sort -V | paste -sd, - | sed 's/,/, /g; s/\(.*\), /\1 or /')"
+  elif version_le "${tag}" "${oldest}"; then
+    printf '; it is older than %s, the oldest tag this project supports (the series starts there)' "${oldest}"
+  elif version_le "${newest}" "${tag}"; then
+    printf '; a release newer than %s is brought into support with: build.sh rebase %s' "${newest}" "${tag}"
+  else
+    printf '; between the listed %s and %s: if NVIDIA released it, build.sh rebase %s' \
+      "$(nearest_tag "${tag}")" "$(nearest_above "${tag}")" "${tag}"
+  fi
+}
+
+# nearest_above TAG: the lowest listed tag above TAG, or nothing.
+nearest_above() {
+  local tag=$1 t above=""
+  for t in "${V_TAGS[@]}"; do
+    version_le "${t}" "${tag}" && continue
+    if [[ -z ${above} ]] || version_le "${t}" "${above}"; then above=${t}; fi
+  done
+  printf '%s\n' "${above}"
 }
 
 # git_pins GITDIR TAG: "<commit> <tree> <core>" of the tag in a git repository

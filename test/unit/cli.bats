@@ -109,7 +109,7 @@ setup() {
   assert_line --regexp '^VERIFIED  what this project checked'
   assert_line --regexp '^SOURCE    cached: '
   assert_line --regexp '^RUN       NVIDIA'
-  assert_output --partial '"sha256 unknown": no pinned checksum'
+  assert_output --partial '"sha256 unknown": versions.conf pins no checksum'
   # One column each: SOURCE starts at the same place on every line, the
   # longest VERIFIED included.
   local col
@@ -288,4 +288,26 @@ GOOD_LINE="565.57.01 565 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea
   assert_output --partial "--out /tmp/a and --out /tmp/b contradict each other"
   run_build install 565.57.01 --userspace keep --no-userspace --no-dkms --no-dkms --nvlink off --nvlink off --dry-run
   refute_output --partial "contradict"
+}
+
+@test "an unlisted tag gets the hint that fits it: an abbreviation, older than supported, newer (rebase), in between" {
+  unset NVP2P_DATA_DIR
+  run_build check 580.95
+  assert_failure 3
+  assert_output --partial "tag 580.95 is not in versions.conf (see: build.sh list); did you mean 580.95.05?"
+  run_build check 565.77
+  assert_success
+  run_build check 530.30.02
+  assert_failure 3
+  assert_output --partial "it is older than 535.54.03, the oldest tag this project supports"
+  refute_output --partial "rebase"
+  run_build check 999.1.1
+  assert_failure 3
+  assert_output --regexp "a release newer than [0-9.]+ is brought into support with: build.sh rebase 999\.1\.1"
+  run_build check 570.999.01
+  assert_failure 3
+  assert_output --partial "between the listed 570.211.01 and 575.51.02: if NVIDIA released it, build.sh rebase 570.999.01"
+  run_build 610.57 --dry-run
+  assert_failure 3
+  assert_output --partial "did you mean 610.57.04?"
 }

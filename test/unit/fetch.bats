@@ -310,3 +310,14 @@ STUB
   assert_failure 2
   assert_output --partial "--lock-wait needs a number of seconds"
 }
+
+@test "a dry run of a tag whose .run checksum is unknown says so as a PROBLEM and goes on to the end of its plan (6)" {
+  stub_curl
+  run_build --dry-run fetch 999.20.01
+  assert_failure 6
+  assert_output --partial "PROBLEM: the .run checksum for 999.20.01 is unknown"
+  assert_output --partial "--run-sha256 HEX, --run FILE or --userspace keep"
+  # the real fetch still refuses, with the same code
+  run_build fetch 999.20.01
+  assert_failure 6
+}

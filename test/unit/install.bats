@@ -544,3 +544,22 @@ smi_reports() {
   assert_failure 2
   assert_output --partial "option --force-static-bar1 does not apply to package"
 }
+
+@test "install --dry-run predicts the real install's refusals: nothing built, dkms missing (PROBLEM lines, then 10)" {
+  rm -rf "${WORK:?}/${FIXTURE_TAG}"
+  run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_failure 10
+  assert_output --partial "PROBLEM: no modules of ${FIXTURE_TAG} built for ${FIXTURE_KREL}"
+  assert_output --regexp "end: the real run would stop at the first PROBLEM above \(1 in all\), exit 10"
+  refute_output --partial "finished"
+  rm -f "${STUBS}/dkms"
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" --dry-run install "${FIXTURE_TAG}" --run "${RUNFILE}"
+  assert_failure 10
+  assert_output --partial "PROBLEM: no DKMS source of ${FIXTURE_TAG}"
+  assert_output --partial "PROBLEM: dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms"
+  assert_output --regexp "\(2 in all\), exit 10"
+  # the real install refuses the same way
+  run_build --root "${ROOT}" --yes install "${FIXTURE_TAG}" --no-dkms --run "${RUNFILE}"
+  assert_failure 10
+  assert_output --partial "no modules of ${FIXTURE_TAG} built for ${FIXTURE_KREL}"
+}

@@ -357,3 +357,22 @@ add_header_field() {
     assert_output 1
   done
 }
+
+@test "a dry run before the source is fetched lists every patch of the family and marks the ones the source decides" {
+  add_header_field "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch" \
+    'X-Applied-Upstream-If: kernel-open/nvidia/nv-pci.c pci_resize_resource(0,'
+  rm -rf "${CACHE}/src"
+  run_build patch "${FIXTURE_TAG}" --dry-run
+  assert_success
+  assert_output --partial "(not fetched yet)"
+  assert_line "  compat-0001-resize.patch  (decided once the source is fetched: left out where upstream has the fix)"
+  assert_line "  p2p-0001-route.patch"
+  # once fetched, the source decides: this one has the fix
+  run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-run
+  assert_success
+  run_build patch "${FIXTURE_TAG}" --dry-run
+  assert_success
+  refute_output --partial "not fetched yet"
+  refute_line --partial "compat-0001-resize.patch"
+  assert_line "  p2p-0001-route.patch"
+}

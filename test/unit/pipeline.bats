@@ -52,6 +52,8 @@ setup() {
   assert_output --partial "would run: dkms install -m nvidia-p2p -v ${FIXTURE_TAG} -k ${FIXTURE_KREL}"
   assert_output --partial "would run: depmod -a -b ${ROOT} -C ${ROOT}/etc/depmod.d ${FIXTURE_KREL}"
   assert_output --partial "--silent --no-kernel-modules"
+  assert_output --partial "end: driver ${FIXTURE_TAG} with PCIe P2P would be registered with DKMS and installed for: ${FIXTURE_KREL}; nothing was changed"
+  refute_output --partial "finished"
   assert_output --partial "Next steps"
   assert_not_exist "${CACHE}"
   assert_not_exist "${WORK}"
@@ -88,7 +90,12 @@ STUB
   run_build --root "${ROOT}" --dry-run "${FIXTURE_TAG}" --kernel 6.1.0-77-amd64
   assert_failure 10
   assert_output --partial "PROBLEM: no kernel headers for 6.1.0-77-amd64"
-  assert_output --partial "Next steps"
+  # the plan goes on to its end, which says the real run would not get there
+  assert_output --partial "would run: dkms add -m nvidia-p2p -v ${FIXTURE_TAG}"
+  assert_output --regexp "end: the real run would stop at the first PROBLEM above \([0-9]+ in all\), exit 10; nothing was changed"
+  refute_output --partial "would be installed"
+  refute_output --partial "Next steps"
+  refute_output --partial "finished"
   assert_not_exist "${CACHE}"
 }
 
@@ -218,7 +225,10 @@ STUB
 @test "the real headline tag plans end to end with --dry-run" {
   unset NVP2P_DATA_DIR
   as_user
+  stub sudo
   run_build --dry-run 565.57.01 --kernel 6.1.0-56-amd64
+  assert_success
+  refute_output --partial "PROBLEM"
   assert_output --partial "Plan for driver 565.57.01 (family 565)"
   assert_output --partial "https://github.com/NVIDIA/open-gpu-kernel-modules/archive/d5a0858f901d15bda4c3d6db19a271507722a860.tar.gz"
   assert_output --partial "require sha256 6eebe94e585e385e8804f5a74152df414887bf819cc21bd95b72acd0fb182c7a"

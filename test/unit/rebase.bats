@@ -332,6 +332,15 @@ compat_since() {
   assert_failure 5
   assert_output --partial "tag 999.90.01 does not exist in ${UP} (newest there: 999.30.01; not released yet?)"
   versions_unchanged
+  # an older tag the source lacks is no future release
+  run_build rebase 999.15.01 --source "${UP}"
+  assert_failure 5
+  assert_output --partial "has no tag 999.15.01 (newest there: 999.30.01; no release 999.15.01 among the older ones)"
+  refute_output --partial "not released yet"
+  versions_unchanged
+  # no workspace is left behind for a tag that never came
+  assert_not_exist "${WORK}/rebase-999.15.01"
+  assert_not_exist "${WORK}/rebase-999.90.01"
 }
 
 @test "without --source the tag and its base are fetched (from GitHub, here a stand-in) into the cache's repository" {

@@ -36,6 +36,17 @@ rebase_new() {
   assert_output $'999.30.01\n999.40.01\n999.50.01'
 }
 
+@test "--new --list with nothing new says so on stderr, and lists nothing on stdout" {
+  bats_require_minimum_version 1.5.0
+  fixture_release "${UP}" 998.10.01
+  run --separate-stderr "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" rebase --new --list --source "${UP}"
+  assert_success
+  assert_output ""
+  # shellcheck disable=SC2154 # stderr: set by bats' run --separate-stderr
+  [[ ${stderr} == *"rebase --new: nothing new in ${UP}: versions.conf lists every tag there from"* ]] ||
+    fail "stderr: ${stderr}"
+}
+
 @test "--new: each tag in turn, a family written for one is the nearest for the next; the summary; exit 7 for the one that needs a person" {
   three_releases
   rebase_new
