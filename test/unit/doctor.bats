@@ -719,3 +719,33 @@ MAKE
   assert_failure 33
   assert_output --partial "no such directory"
 }
+
+@test "real pastes of issue 35's classes: NVRM peer-mapping lines, a Markdown-quoted NCCL 1.x header, a test that stopped" {
+  local fr="${REPO_ROOT}/test/fixtures/field-reports"
+  # the driver's own lines, without timestamps: read, the cause named (30), not "nothing readable" (33)
+  run "${DOCTOR}" --from "${fr}/92-2x3090-static-bar1-peer-dma-not-aligned"
+  assert_failure 30
+  assert_output --partial "static-bar1-peer-map-failed [blocks, certain]"
+  assert_output --partial "the peer's static BAR1 starts at DMA address 0x6000400000, not on the 512 MiB boundary"
+  assert_output --partial "the pair GPU0 -> GPU1 (RM's numbering)"
+  refute_output --partial "insufficient-data"
+  # NCCL 1.x's header with its '#' lost to Markdown: eight GPUs with their buses, and a test that stopped (31, not 33)
+  run "${DOCTOR}" --from "${fr}/93-8xm40-nccl1-stall-acs-markdown-quoted"
+  assert_failure 31
+  assert_line --regexp '^  GPU7 +0000:91:00\.0 +Tesla M40 24GB'
+  assert_output --partial "the output of the NCCL test stops at its column header, before the first result"
+  # peer access on every pair, then the first bandwidth matrix never came: not a success (31, not 0)
+  run "${DOCTOR}" --from "${fr}/94-4x1080ti-p2pbw-hangs-first-copy-iommu"
+  assert_failure 31
+  assert_output --partial "the output of p2pBandwidthLatencyTest stops at Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)"
+  assert_output --partial "so the peer access it reported before is no sign that P2P works"
+  # a paste that ends at the connectivity matrix (no copy yet) is no hang: field report 44 stays OK
+  run "${DOCTOR}" --from "${fr}/44-2x3090-working-debian"
+  assert_success
+  refute_output --partial "test-output-cut"
+  # nothing readable: 33, without an insufficient-data finding that repeats it
+  printf 'hello\n' >"${BATS_TEST_TMPDIR}/x.txt"
+  run "${DOCTOR}" --from "${BATS_TEST_TMPDIR}"
+  assert_failure 33
+  refute_output --partial "insufficient-data ["
+}

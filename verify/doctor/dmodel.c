@@ -40,6 +40,7 @@ dr_model *dr_model_new(void)
                       &s->iommu_off, &s->cmd_iommu_pt, &s->cmd_iommu_on, &s->acs_override, &s->module_open,
                       &s->api_mismatch, &s->nvml_mismatch, &s->cuda_driver_mismatch, &s->driver_not_loaded,
                       &s->init_failed, &s->fell_off_bus, &s->no_gpu_found, &s->static_bar1_error,
+                      &s->peer_map_unaligned, &s->peer_map_failed,
                       &s->rebar_failed, &s->bar_no_space, &s->rebar_option_configured,
                       &s->rebar_option_applied, &s->modinfo_signed, &s->modinfo_proprietary, &s->secure_boot,
                       &s->module_rejected, &s->unsigned_loaded, &s->insert_eperm, &s->p2p_state_seen, &s->p2p_deb, &s->other_kmod_packages, &s->selftest, &s->verify_status,
@@ -48,6 +49,7 @@ dr_model *dr_model_new(void)
                       &s->acs_unknown_ctx, &s->acs_redir_any, &s->p2p_cnsrow, &s->sysfs_gpus};
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         num_unknown(nums[i]);
+    s->peer_map_from = s->peer_map_to = -1;
     s->p2p_error_a = s->p2p_error_b = -1;
     for (int i = 0; i < 2; i++) {
         s->nccl_bus[i].avg = s->nccl_bus[i].peak = -1;

@@ -216,6 +216,10 @@ typedef struct {
     dr_num fell_off_bus;         /* Xid 79 */
     dr_num no_gpu_found;         /* NVRM: No NVIDIA GPU found */
     dr_num static_bar1_error;    /* RM's static BAR1 errors */
+    dr_num peer_map_unaligned;   /* "The peer DMA address 0x.. is not aligned at 0x20000000" */
+    char peer_map_addr[24];      /* that address, "0x6000400000" */
+    dr_num peer_map_failed;      /* "IOMMU mapping failed from GPU0 to GPU1" */
+    int peer_map_from, peer_map_to; /* its GPU numbers (RM's instances), -1 */
     dr_num rebar_failed;         /* NVRM could not resize BAR1 */
     dr_num bar_no_space;         /* pci: BAR 1: no space / failed to assign */
     char bar_no_space_dev[16];
@@ -253,6 +257,14 @@ typedef struct {
     dr_num p2p_error; /* a P2P test failed with a CUDA error (illegal access, map buffer failed) */
     int p2p_error_a, p2p_error_b; /* the pair, CUDA numbering, -1 unknown */
     dr_num simplep2p_failed, simplep2p_passed;
+    /* test outputs that stop before their end (a hang, a crash, or a cut
+     * paste): which test, and the last line read of it */
+    int ncut;
+    struct {
+        char test[32];
+        char where[64];
+        dr_ev ev;
+    } cut[4];
     dr_num p2p_unavailable; /* "Peer to Peer access is not available" */
     dr_num vm_guest;        /* a hypervisor was detected */
     dr_num nouveau;         /* nouveau bound to a GPU */

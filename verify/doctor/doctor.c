@@ -142,6 +142,13 @@ int main(int argc, char **argv)
     if (n == 0 || kinds == 0) {
         d.exit_code = DR_EXIT_UNREADABLE;
         d.status = "UNREADABLE";
+        /* insufficient-data would only repeat the verdict: drop it */
+        for (int i = 0; i < d.nf; i++)
+            if (!strcmp(d.f[i].id, "insufficient-data")) {
+                memmove(&d.f[i], &d.f[i + 1], (size_t)(d.nf - i - 1) * sizeof d.f[0]);
+                d.nf--;
+                i--;
+            }
         d.nreasons = 1;
         snprintf(d.reasons[0], sizeof d.reasons[0], "%s",
                  n == 0 ? "no readable file in the directory" : "no file holds an output p2p-doctor knows");

@@ -109,6 +109,12 @@ struct dp_ctx {
     dr_busbw nc_bus;
     /* p2p-verify text: its NCCL table and the GPUs of its NCCL runs */
     int vt_nccl, vt_ndev, vt_dev[2];
+    /* test outputs and whether they reached their end: 0 not seen, 1 begun,
+     * 2 ended; nccl-tests: its column header, its result rows */
+    int cut_p2pbw, cut_sp, cut_nc, cut_nc_rows;
+    int cut_mx, cut_mx_ncol, cut_mx_rows; /* p2pBandwidthLatencyTest: in a matrix, its columns, its rows */
+    char cut_where[64]; /* where the begun output was last: "its first bandwidth matrix" */
+    dr_ev cut_last;     /* the last non-empty line */
 };
 
 /* nvbandwidth's figures: P2P copies per ordered pair (data from a to b), and
@@ -823,7 +829,29 @@ static void p_dmesg(dp_ctx *c, const char *line)
         kind(c, DR_K_DMESG);
         return;
     }
-    if (ci_find(line, "static bar1") && (ci_find(line, "fail") || ci_find(line, "error"))) {
+    /* RM's static BAR1 peer mapping (_kbusCreateStaticBar1IOMMUMapping and
+     * ..ForGpuPair, kern_bus_gh100.c), as pasted with or without timestamps */
+    if ((p = strstr(line, "peer DMA address 0x")) && strstr(line, "is not aligned")) {
+        size_t n = strspn(p + 17, "0123456789abcdefABCDEFx");
+        snprintf(s->peer_map_addr, sizeof s->peer_map_addr, "%.*s", (int)(n < 23 ? n : 23), p + 17);
+        setn(c, &s->peer_map_unaligned, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if ((p = strstr(line, "IOMMU mapping failed from GPU"))) {
+        int a = -1, b = -1;
+        if (sscanf(p, "IOMMU mapping failed from GPU%d to GPU%d", &a, &b) == 2 && s->peer_map_from < 0) {
+            s->peer_map_from = a;
+            s->peer_map_to = b;
+        }
+        setn(c, &s->peer_map_failed, 1);
+        kind(c, DR_K_DMESG);
+        return;
+    }
+    if (strstr(line, "is not large enough to map FB") || ci_find(line, "staticbar1") ||
+        (ci_find(line, "static bar1") && (ci_find(line, "fail") || ci_find(line, "error")))) {
+        if (!strstr(line, "is not large enough to map FB") && !ci_find(line, "fail") && !ci_find(line, "error"))
+            return;
         setn(c, &s->static_bar1_error, 1);
         kind(c, DR_K_DMESG);
         return;
@@ -2615,6 +2643,28 @@ static void p_nccl(dp_ctx *c, const char *line)
         kind(c, DR_K_NCCL);
         return;
     }
+    /* NCCL 1.x tests: "#   Rank  0 uses device  0 [0x05] Tesla M40 24GB", also with its "#" lost
+     * in a Markdown paste */
+    if ((p = strstr(line, "Rank ")) && strstr(line, " uses device ") && strchr(line, '[')) {
+        const char *q = skip_ws(line);
+        if (*q == '#')
+            q = skip_ws(q + 1);
+        int rank = -1, dev = -1, n = 0;
+        if (sscanf(q, "Rank %d uses device %d%n", &rank, &dev, &n) == 2 && dev >= 0 && dev < DR_MAX_GPUS) {
+            const char *lb = strchr(q + n, '['), *rb = lb ? strchr(lb, ']') : NULL;
+            char b[16] = "", name[96] = "";
+            unsigned bus = 0;
+            if (lb && rb && sscanf(lb + 1, "0x%x", &bus) == 1)
+                snprintf(b, sizeof b, "0000:%02x:00.0", bus & 0xff);
+            if (rb)
+                trim_copy(name, sizeof name, rb + 1, rb + strlen(rb));
+            rec_get(c, "nccl", DR_NS_CUDA, dev, b[0] ? b : NULL, name[0] ? name : NULL);
+            if (rank >= 0 && rank < MAX_RANKS)
+                c->rank_dev[rank] = dev;
+            kind(c, DR_K_NCCL);
+            return;
+        }
+    }
     /* nccl-tests: "#  Rank  0 Group  0 Pid 123 on host device  0 [0x01] NVIDIA GeForce RTX 4090" */
     if ((p = strstr(line, "Rank ")) && line[0] == '#' && (p = strstr(line, " device "))) {
         int dev = atoi(p + 8);
@@ -3471,10 +3521,96 @@ dp_ctx *dp_begin(dr_model *m, int fi)
     return c;
 }
 
+/* A Markdown quote ("> " before a pasted line): the line without it. */
+static const char *unquote(const char *line)
+{
+    const char *p = line;
+    while (*p == ' ')
+        p++;
+    if (*p != '>')
+        return line;
+    p++;
+    return *p == ' ' ? p + 1 : p;
+}
+
+/* Where the test outputs read so far have got to (dp_end judges them). */
+static void cut_track(dp_ctx *c, const char *line)
+{
+    const char *p = skip_ws(line);
+    if (!*p)
+        return;
+    ev(c, &c->cut_last);
+    if (strstr(line, "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]")) {
+        c->cut_p2pbw = 1;
+        snprintf(c->cut_where, sizeof c->cut_where, "its device list");
+    } else if (c->cut_p2pbw == 1 && strstr(line, "NOTE: The CUDA Samples are not meant for performance")) {
+        c->cut_p2pbw = 2;
+    } else if (c->cut_p2pbw == 1 && strstr(line, "P2P Connectivity Matrix")) {
+        c->cut_mx = 0; /* no copy yet: a paste that ends here is no sign of a hang */
+    } else if (c->cut_p2pbw == 1 && (strstr(line, "Matrix (GB/s)") || strstr(line, "Matrix (us)"))) {
+        /* the copies are measured: a test that stops in here hung or died */
+        snprintf(c->cut_where, sizeof c->cut_where, "%.60s", p);
+        c->cut_mx = 1;
+        c->cut_mx_ncol = c->cut_mx_rows = 0;
+    } else if (c->cut_p2pbw == 1 && c->cut_mx && !strncmp(p, "D\\D", 3)) {
+        for (const char *q = p + 3; *q; q++)
+            if (isdigit((unsigned char)*q) && (q[-1] == ' ' || q[-1] == '\t'))
+                c->cut_mx_ncol++;
+    } else if (c->cut_p2pbw == 1 && c->cut_mx && isdigit((unsigned char)*p)) {
+        c->cut_mx_rows++;
+    }
+    if (strstr(line, "[simpleP2P]") && strstr(line, "Starting")) {
+        c->cut_sp = 1;
+    } else if (c->cut_sp == 1 && (strstr(line, "Test passed") || strstr(line, "Test PASSED") ||
+                                  strstr(line, "Test failed") || strstr(line, "Test FAILED") ||
+                                  strstr(line, "Peer-to-Peer access capability are required") ||
+                                  strstr(line, "Peer to Peer access is not available") ||
+                                  strstr(line, "Two or more GPUs") || strstr(line, "Waiving"))) {
+        c->cut_sp = 2;
+    }
+    /* nccl-tests' (or NCCL 1.x tests') column header, its rows, its end */
+    if (strstr(line, "busbw") && (strstr(line, "size") || strstr(line, "bytes")) && strstr(line, "algbw")) {
+        if (c->cut_nc != 1 || c->cut_nc_rows > 0)
+            c->cut_nc_rows = 0;
+        c->cut_nc = 1;
+    } else if (c->cut_nc == 1 && isdigit((unsigned char)*p)) {
+        c->cut_nc_rows++;
+    } else if (c->cut_nc == 1 && (strstr(line, "Avg bus bandwidth") || strstr(line, "Out of bounds"))) {
+        c->cut_nc = 2;
+    }
+}
+
+/* dp_end: a test output begun and not ended becomes a cut (dr_sys.cut). */
+static void cut_close(dp_ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    const char *test = NULL, *where = NULL;
+    if (c->cut_p2pbw == 1 && c->cut_mx && c->cut_mx_rows < (c->cut_mx_ncol > 0 ? c->cut_mx_ncol : 1)) {
+        /* it ends inside a matrix (a paste that ends after a whole one
+           cannot be told from a cut one: not judged) */
+        test = "p2pBandwidthLatencyTest";
+        where = c->cut_where;
+    } else if (c->cut_sp == 1) {
+        test = "simpleP2P";
+        where = "before its verdict (Test passed / failed)";
+    } else if (c->cut_nc == 1 && c->cut_nc_rows == 0) {
+        test = "the NCCL test";
+        where = "its column header, before the first result";
+    }
+    if (!test || s->ncut >= 4)
+        return;
+    snprintf(s->cut[s->ncut].test, sizeof s->cut[s->ncut].test, "%s", test);
+    snprintf(s->cut[s->ncut].where, sizeof s->cut[s->ncut].where, "%s", where);
+    s->cut[s->ncut].ev = c->cut_last;
+    s->ncut++;
+}
+
 void dp_line(dp_ctx *c, const char *line, long lineno)
 {
     c->ln = lineno;
+    line = unquote(line);
     c->line = line;
+    cut_track(c, line);
     js_line(c, line);
     if (c->js_on)
         return;
@@ -3524,6 +3660,7 @@ void dp_end(dp_ctx *c)
     mi_close(c);
     sp_close(c);
     nc_close_run(c);
+    cut_close(c);
     bw_emit(c);
     nvb_emit(c);
     if (c->mx_short)

@@ -20,12 +20,12 @@
 
 const char *const dr_finding_ids[] = {
     "iommu-translated", "acs-redirect", "rebar-off", "bar1-unassigned", "bar1-smaller-than-vram",
-    "bar1-as-large-as-vram", "static-bar1-missing", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
+    "bar1-as-large-as-vram", "static-bar1-missing", "static-bar1-peer-map-failed", "display-attached", "nvlink-bridged", "cross-root-complex", "link-degraded",
     "userspace-mismatch", "stock-module-loaded", "p2p-module-upgraded-not-loaded", "p2p-options-missing",
     "regkeys-wrong-generation",
     "chipset-not-supported", "mixed-gpu-models", "secure-boot-unsigned", "p2p-data-corruption",
     "insufficient-data", "driver-not-loaded", "gpu-init-failed", "nouveau-loaded", "virtual-machine",
-    "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed",
+    "p2p-slower-than-host", "p2p-latency-high", "nvlink-keep-failed", "test-output-cut",
     "verify-compressible-corrupt", "verify-atomics-lost", "verify-ordering", "verify-stale", "verify-managed", NULL};
 
 /* p2p-verify's hazard tests (its --json "hazards"): a failed one is a finding
@@ -1703,6 +1703,32 @@ static void rule_bar1(ctx *c)
             f_ev(f, &s->static_bar1_error.ev);
         }
     }
+    /* the static mapping exists, but RM refused to IOMMU-map it for a peer */
+    if (s->peer_map_unaligned.v == 1 || s->peer_map_failed.v == 1) {
+        char pair[48] = "a GPU pair";
+        if (s->peer_map_from >= 0)
+            snprintf(pair, sizeof pair, "the pair GPU%d -> GPU%d (RM's numbering)", s->peer_map_from, s->peer_map_to);
+        f = finding(d, "static-bar1-peer-map-failed", DR_SCOPE_MACHINE, -1, -1, DR_SEV_BLOCKS, DR_CERT_CERTAIN);
+        if (f) {
+            if (s->peer_map_unaligned.v == 1)
+                SUMMARY(f, "the driver refused the peer mapping of %s: the peer's static BAR1 starts at DMA address "
+                           "%s, not on the 512 MiB boundary RM requires (_kbusCreateStaticBar1IOMMUMapping), so that "
+                           "pair gets no P2P; something RM mapped into BAR1 first (a console or display framebuffer) "
+                           "pushed the static mapping up",
+                        pair, s->peer_map_addr[0] ? s->peer_map_addr : "?");
+            else
+                SUMMARY(f, "the driver could not IOMMU-map one GPU's static BAR1 for its peer (%s): that pair gets no "
+                           "P2P",
+                        pair);
+            FIX(f, "%s", s->peer_map_unaligned.v == 1
+                             ? "use GPUs that drive no display or console for P2P (display-attached); this project's "
+                               "modules place the static mapping on a 512 MiB boundary above a console (p2p-0008 in "
+                               "535, 570 and 575; upstream from 580), older fork drivers do not: install one of those tags"
+                             : "check the IOMMU (iommu-translated; iommu=pt) and the kernel log around this line");
+            f_ev(f, &s->peer_map_unaligned.ev);
+            f_ev(f, &s->peer_map_failed.ev);
+        }
+    }
 }
 
 /* Where the driver puts the static BAR1 mapping of a GPU whose console stays in
@@ -2584,6 +2610,30 @@ static int symptom_unexplained(const dr_diag *d)
     return 0;
 }
 
+/* A test's output that stops before its end: the test hung or died there
+ * (or the paste was cut). Peer access reported before it is then no sign
+ * that P2P works; what stalls traffic between GPUs is named where the
+ * outputs show it. */
+static void rule_cut(ctx *c)
+{
+    dr_sys *s = &c->m->sys;
+    for (int k = 0; k < s->ncut; k++) {
+        dr_finding *f = finding(c->d, "test-output-cut", DR_SCOPE_MACHINE, -1, -1, DR_SEV_DEGRADES, DR_CERT_LIKELY);
+        if (!f)
+            return;
+        int access = strcmp(s->cut[k].test, "the NCCL test") != 0;
+        SUMMARY(f, "the output of %s stops at %s: the test hung or died there (or the paste was cut)%s; a test that "
+                   "stalls on peer traffic is most often the IOMMU translating peer DMA or ACS redirecting it",
+                s->cut[k].test, s->cut[k].where,
+                access ? ", so the peer access it reported before is no sign that P2P works" : "");
+        FIX(f, "%s", has_finding(c->d, "iommu-translated") || has_finding(c->d, "acs-redirect")
+                         ? "see iommu-translated / acs-redirect above; then run the test again to its end"
+                         : "run the test again and keep its whole output; if it stops there again, collect the kernel "
+                           "log (IOMMU faults), lspci -vvv (ACS) and /proc/cmdline (build.sh doctor --collect)");
+        f_ev(f, &s->cut[k].ev);
+    }
+}
+
 static void rule_insufficient(ctx *c)
 {
     dr_model *m = c->m;
@@ -2601,6 +2651,8 @@ static void rule_insufficient(ctx *c)
     }
     if (m->sys.p2p_error.v == 1 || symptom_unexplained(d))
         unexplained = 1;
+    if (m->sys.ncut > 0)
+        unexplained = 1; /* a test stopped: whether P2P works is not shown */
     int corrupt = has_finding(d, "p2p-data-corruption") || c->hazard_any;
     int cause = 0;
     for (int i = 0; i < d->nf; i++)
@@ -2814,6 +2866,7 @@ int dr_diagnose(dr_model *m, const dr_opts *o, dr_diag *d)
     rule_hazards(&c);
     verdicts(&c);
     rule_stock_guess(&c);
+    rule_cut(&c);
     rule_insufficient(&c);
     works_now(&c);
     finish(&c);
