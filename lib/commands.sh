@@ -119,16 +119,10 @@ help_list() {
 Usage: build.sh list
 
 The supported tags, grouped by patch family (oldest first). For each family:
-its tags, the patches it carries and the ones it leaves out. For each tag:
-what this project verified for it (versions.conf, column "tested"):
-  apply        the series applies at fuzz 0
-  compile      every translation unit the series changes compiles
-  build:<k>    all five modules build against Debian's kernel series <k>
-  load:<k>     nvidia.ko's init ran under QEMU on that kernel
-  bisect       every prefix of the series builds
-No tag has been verified on consumer GPU hardware. Also shown: whether a
-verified source and the .run are in this machine's cache.
+its tags, the patches it carries and the ones it leaves out. For each tag its
+columns, which the list explains after its tables too:
 EOF
+  list_legend
 }
 
 cmd_list() {
