@@ -180,6 +180,6 @@ gpu_count() {
 
 @test "verify shell scripts are shellcheck-clean" {
     command -v shellcheck >/dev/null 2>&1 || skip "shellcheck not found"
-    run shellcheck -x "${VERIFY_DIR}/bench/run-h200.sh" "${VERIFY_DIR}/bench/run-hazards.sh"
+    run shellcheck -x "${VERIFY_DIR}/bench/run-h200.sh" "${VERIFY_DIR}/bench/run-hazards.sh" "${VERIFY_DIR}/bench/run-room.sh" "${VERIFY_DIR}/bench/bench-lib.sh"
     assert_success
 }
