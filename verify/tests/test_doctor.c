@@ -1116,29 +1116,24 @@ void test_doctor_rules(void)
          NULL);
     CHECK(has_id(&g_d, "rebar-off"));
     CHECK(!has_id(&g_d, "bar1-smaller-than-vram"));
-    diag(0, NULL, "q.txt",
-         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 49140 MiB\n    BAR1 Memory Usage\n"
-         "        Total : 32768 MiB\n",
-         NULL);
+    /* a 48 GB GPU whose BAR1 (32 GiB) is at its largest */
+#define Q48G                                                                                                \
+    "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 49140 MiB\n    BAR1 Memory Usage\n"       \
+    "        Total : 32768 MiB\n"
+    diag(0, NULL, "q.txt", Q48G, NULL);
     CHECK(has_id(&g_d, "bar1-smaller-than-vram"));
     CHECK(!has_id(&g_d, "rebar-off"));
     /* no driver known: both routes named, blocks */
     f = get_id(&g_d, "bar1-smaller-than-vram");
     CHECK(f && f->severity == DR_SEV_BLOCKS && strstr(f->fix, "580.65.06") && strstr(f->fix, "p2p-0014"));
     /* about to install a tag with BAR1 windows: the window route and its limits */
-    diag(1, "595.71.05", "q.txt",
-         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 49140 MiB\n    BAR1 Memory Usage\n"
-         "        Total : 32768 MiB\n",
-         NULL);
+    diag(1, "595.71.05", "q.txt", Q48G, NULL);
     f = get_id(&g_d, "bar1-smaller-than-vram");
     CHECK(f && f->severity == DR_SEV_DEGRADES && strstr(f->summary, "BAR1 windows") &&
           strstr(f->summary, "32704 MiB") && strstr(f->fix, "NCCL_LOCAL_REGISTER=0") &&
           strstr(f->fix, "cudaDeviceEnablePeerAccess"));
     /* a tag before windows: no P2P for its pairs, and which tags give them */
-    diag(1, "575.64.05", "q.txt",
-         "GPU 00000000:01:00.0\n    FB Memory Usage\n        Total : 49140 MiB\n    BAR1 Memory Usage\n"
-         "        Total : 32768 MiB\n",
-         NULL);
+    diag(1, "575.64.05", "q.txt", Q48G, NULL);
     f = get_id(&g_d, "bar1-smaller-than-vram");
     CHECK(f && f->severity == DR_SEV_BLOCKS && strstr(f->fix, "before 580.65.06") &&
           !strstr(f->summary, "windows"));
