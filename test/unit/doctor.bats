@@ -23,16 +23,29 @@ case_ids() {
   "${DOCTOR}" --from "$1" --brief | awk -F'\t' '$1 == "finding" { print $2 }' | sort -u | tr '\n' ' '
 }
 
+# case_exit DIR: p2p-doctor's exit status for DIR.
+case_exit() {
+  local rc=0
+  "${DOCTOR}" --from "$1" --brief >/dev/null 2>&1 || rc=$?
+  printf '%s\n' "${rc}"
+}
+
 # check_case DIR: DIR's expected.txt holds for the ids reported; prints what
-# does not and fails then. A line "a|b": one of them; "!id": not that one.
+# does not and fails then. A line "a|b": one of them; "!id": not that one;
+# "exit:N" (or "exit:N|M"): the exit status.
 check_case() {
-  local dir=$1 ids line alt hit bad=""
+  local dir=$1 ids line alt hit bad="" rc=""
   local -a alts
   ids=" $(case_ids "${dir}")"
   while IFS= read -r line || [[ -n ${line} ]]; do
     line=${line%%#*}
     line=${line//[[:space:]]/}
     [[ -n ${line} ]] || continue
+    if [[ ${line} == exit:* ]]; then
+      [[ -n ${rc} ]] || rc=$(case_exit "${dir}")
+      [[ "|${line#exit:}|" == *"|${rc}|"* ]] || bad+=" exits ${rc}, not ${line#exit:}"
+      continue
+    fi
     if [[ ${line} == !* ]]; then
       [[ ${ids} != *" ${line#!} "* ]] || bad+=" reports ${line#!}"
       continue

@@ -2685,23 +2685,21 @@ static void rule_insufficient(ctx *c)
                    "and bandwidth alone do not show that data arrives intact");
     }
     c->unexplained = unexplained;
-    if (!unexplained && !unverified)
+    /* a finding only where the missing outputs limit the verdict: data that
+       was never checked is said by the verdict's reasons and 'Collect', and
+       leaves every pair's verdict as it is */
+    if (!unexplained)
         return;
-    if (unexplained)
-        list_missing(c);
+    list_missing(c);
     dr_finding *f = finding(d, "insufficient-data", DR_SCOPE_MACHINE, -1, -1, DR_SEV_INFO, DR_CERT_CERTAIN);
     if (!f)
         return;
-    SUMMARY(f, "%s", !unexplained ? "P2P is in use, but no output shows that its data arrives intact (build.sh "
-                                    "doctor --verify checks every byte)"
-                     : d->nmissing ? "the outputs read do not show why P2P fails (or whether it works); what would "
+    SUMMARY(f, "%s", d->nmissing ? "the outputs read do not show why P2P fails (or whether it works); what would "
                                    "show it is listed under 'Collect'"
                                  : "every usual output was read and none shows the cause: a case for the maintainers "
                                    "(send the bundle of build.sh doctor --collect)");
-    FIX(f, "%s", !unexplained ? "run build.sh doctor --verify on the machine: it runs p2p-verify, which checks every "
-                                "byte of peer copies between every pair"
-                              : "run build.sh doctor --collect DIR on the machine (as root for lspci and dmesg) and "
-                                "diagnose DIR with build.sh doctor --from DIR");
+    FIX(f, "%s", "run build.sh doctor --collect DIR on the machine (as root for lspci and dmesg) and diagnose DIR "
+                 "with build.sh doctor --from DIR");
 }
 
 /* ------------------------------------------------------------ inputs */
