@@ -319,6 +319,26 @@ print("ok")' "${output}"
   assert_output ok
 }
 
+@test "runs over GPU subsets (field report 95, NVIDIA/nccl#428): one GPU is one GPU, each run's numbers are its own, NODE pairs named to measure" {
+  local d="${REPO_ROOT}/test/fixtures/field-reports/95-4xt4-nccl-node-pair-p2p-slow-cvd-runs"
+  run "${DOCTOR}" --from "${d}" --brief
+  assert_failure 30
+  # topo -m numbers 4 GPUs; the runs name 3 by address, as device 0/1 of CUDA_VISIBLE_DEVICES=0,1 and =1,2:
+  # 4 GPUs, not 3 + 4, and bus 86 is GPU1 in both runs
+  assert_equal "$(grep -c $'^gpu\t' <<<"${output}")" 4
+  assert_line $'gpu\tGPU0\t0000:3b:00.0\tTesla T4\tBAR1 unknown'
+  assert_line $'gpu\tGPU1\t0000:86:00.0\tTesla T4\tBAR1 unknown'
+  assert_line $'gpu\tGPU2\t0000:af:00.0\tTesla T4\tBAR1 unknown'
+  # the SYS pairs are judged on the right GPUs; the NODE pairs are not guessed at
+  assert_line --regexp $'^finding\tcross-root-complex\tblocks\tlikely\tGPU0-GPU1\t'
+  refute_line --regexp $'^finding\tcross-root-complex\t.*\tGPU1-GPU2\t'
+  run "${DOCTOR}" --from "${d}"
+  assert_line "  - P2P against host memory, GPU1-GPU2, GPU1-GPU3, GPU2-GPU3 (topo NODE: P2P is often slower there): build.sh verify"
+  assert_line --partial "note: GPU numbers of nvidia-smi and of CUDA were taken as equal for GPU0, GPU1, GPU2"
+  run "${DOCTOR}" --from "${d}" --json
+  assert_output --partial '"inputs_consistent": true'
+}
+
 @test "real setpci and lspci -t pastes (field reports 88-90): each is read as such, cut lines are not, no fault is made up" {
   local fr="${REPO_ROOT}/test/fixtures/field-reports"
   # setpci -v's writes (NVIDIA's ACS script), the last line cut before its value

@@ -16,6 +16,7 @@ static void grec_init(dr_grec *r)
 {
     memset(r, 0, sizeof(*r));
     r->index = -1;
+    r->cuda_abs = -1;
     dr_num *nums[] = {&r->vram_mib, &r->bar1_mib, &r->bar1_used_mib, &r->rebar_cur_mib, &r->rebar_max_mib,
                       &r->bar1_unassigned, &r->gen_cur, &r->gen_max, &r->gen_host_max, &r->gen_dev_max,
                       &r->width_cur, &r->width_max, &r->width_downgraded, &r->speed_downgraded, &r->display,

@@ -35,10 +35,13 @@ enum { DR_NS_NONE = 0, DR_NS_SMI, DR_NS_CUDA };
 typedef struct {
     int ns;        /* namespace of index */
     int index;     /* -1 unknown */
+    int cuda_abs;  /* CUDA index among all GPUs, where the output's CUDA_VISIBLE_DEVICES maps its own
+                      index to it; -1 unknown (then index may be relative to a subset) */
     char busid[16]; /* "0000:01:00.0", "" unknown */
     char name[96];
     int anon;      /* an excerpt without any identity: facts only */
     char file[64]; /* the file it came from */
+    long line;     /* the line of the file where it was first seen */
     dr_num vram_mib, bar1_mib, bar1_used_mib;
     dr_num rebar_cur_mib, rebar_max_mib; /* lspci Resizable BAR capability */
     dr_num bar1_unassigned;              /* 1 = seen unassigned/invalid */
@@ -61,6 +64,8 @@ typedef struct {
     char name[96];
     int nrecs;
     int assumed_index; /* merged across namespaces by index alone */
+    int cuda_renumbered; /* another CUDA index in another output (CUDA_VISIBLE_DEVICES) */
+    int cuda_abs;        /* cuda_index is among all GPUs (from CUDA_VISIBLE_DEVICES) */
     dr_num vram_mib, bar1_mib, bar1_used_mib, rebar_cur_mib, rebar_max_mib, bar1_unassigned;
     dr_num gen_cur, gen_max, gen_host_max, gen_dev_max, width_cur, width_max, width_downgraded,
         speed_downgraded;
@@ -317,6 +322,9 @@ typedef struct {
     int nsetpci;
     dr_sys sys;
     int truncated_recs; /* records or observations dropped at the limits */
+    int smi_unplaced;   /* GPUs numbered by nvidia-smi alone (topo -m...) that could not be matched to the
+                           GPUs known by bus address: how many, their files in smi_unplaced_files */
+    char smi_unplaced_files[96];
     char notes[16][320];
     int nnotes;
 } dr_model;

@@ -29,6 +29,8 @@ struct dp_ctx {
     const char *fname;
     long ln;
     const char *line;
+    /* CUDA_VISIBLE_DEVICES of the run being read: its index i is CUDA's cvd[i] */
+    int cvd[DR_MAX_GPUS], ncvd, cvd_export;
     /* nvidia-smi -q */
     int q_rec, q_blocks, q_full;
     int q_depth, q_ind[Q_DEPTH];
@@ -439,11 +441,14 @@ static int rec_get(dp_ctx *c, const char *src, int ns, int index, const char *bu
         dr_grec_reset(&m->recs[r]);
         snprintf(m->recs[r].file, sizeof m->recs[r].file, "%s", c->fname);
         snprintf(m->recs[r].src, sizeof m->recs[r].src, "%s", src);
+        m->recs[r].line = c->ln;
     }
     dr_grec *g = &m->recs[r];
     if (ns && index >= 0 && g->index < 0) {
         g->ns = ns;
         g->index = index;
+        if (ns == DR_NS_CUDA && index < c->ncvd)
+            g->cuda_abs = c->cvd[index];
     }
     if (busid && busid[0] && !g->busid[0])
         snprintf(g->busid, sizeof g->busid, "%s", busid);
@@ -3605,11 +3610,50 @@ static void cut_close(dp_ctx *c)
     s->ncut++;
 }
 
+/* A CUDA program's command line: CUDA_VISIBLE_DEVICES=0,2 (numbers; UUIDs
+ * or MIG names leave the numbering unknown) holds for the run it starts, an
+ * exported one until another; a run started without it numbers every GPU. */
+static void cvd_track(dp_ctx *c, const char *line)
+{
+    const char *p = strstr(line, "CUDA_VISIBLE_DEVICES=");
+    if (!p) {
+        /* a command line (not the program's own banner or log lines) */
+        static const char *const progs[] = {"_perf ", "_perf\t", "p2pBandwidthLatencyTest", "simpleP2P",
+                                            "nvbandwidth", NULL};
+        if (c->ncvd == 0 || c->cvd_export || *skip_ws(line) == '[' || strstr(line, "Rank") ||
+            strstr(line, "nThread") || strstr(line, "NCCL INFO") || strstr(line, "Version"))
+            return;
+        for (int i = 0; progs[i]; i++)
+            if (strstr(line, progs[i]))
+                c->ncvd = 0;
+        return;
+    }
+    c->cvd_export = strstr(line, "export ") && strstr(line, "export ") < p;
+    p += strlen("CUDA_VISIBLE_DEVICES=");
+    if (*p == '"' || *p == '\'')
+        p++;
+    int n = 0;
+    while (isdigit((unsigned char)*p) && n < DR_MAX_GPUS) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (v < 0 || v >= DR_MAX_GPUS)
+            break;
+        c->cvd[n++] = (int)v;
+        p = end;
+        if (*p != ',')
+            break;
+        p++;
+    }
+    /* a whole list of numbers, else unknown */
+    c->ncvd = (n > 0 && (!*p || isspace((unsigned char)*p) || *p == '"' || *p == '\'' || *p == ';')) ? n : 0;
+}
+
 void dp_line(dp_ctx *c, const char *line, long lineno)
 {
     c->ln = lineno;
     line = unquote(line);
     c->line = line;
+    cvd_track(c, line);
     cut_track(c, line);
     js_line(c, line);
     if (c->js_on)

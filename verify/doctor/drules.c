@@ -110,6 +110,13 @@ static int gpu_by_busid(dr_model *m, const char *b)
     return -1;
 }
 
+/* A record's index in its namespace among all GPUs: CUDA's through the
+ * run's CUDA_VISIBLE_DEVICES where that was read. */
+static int rec_index(const dr_grec *r)
+{
+    return r->ns == DR_NS_CUDA && r->cuda_abs >= 0 ? r->cuda_abs : r->index;
+}
+
 static int gpu_by_index(dr_model *m, int ns, int idx)
 {
     for (int g = 0; g < m->ngpus; g++) {
@@ -175,8 +182,15 @@ static void gpu_take(dr_model *m, int g, const dr_grec *r)
         snprintf(x->busid, sizeof x->busid, "%s", r->busid);
     if (r->index >= 0 && r->ns == DR_NS_SMI && x->smi_index < 0)
         x->smi_index = r->index;
-    if (r->index >= 0 && r->ns == DR_NS_CUDA && x->cuda_index < 0)
-        x->cuda_index = r->index;
+    if (r->index >= 0 && r->ns == DR_NS_CUDA) {
+        int ci = rec_index(r), abs = r->cuda_abs >= 0;
+        if (x->cuda_index < 0 || (abs && !x->cuda_abs)) {
+            x->cuda_index = ci;
+            x->cuda_abs = abs;
+        } else if (x->cuda_index != ci && (r->busid[0] || abs) && !(x->cuda_abs && !abs)) {
+            x->cuda_renumbered = 1;
+        }
+    }
     if (r->name[0] && !is_generic_name(r->name)) {
         /* names from nvidia-smi and CUDA before lspci's chip names */
         int lspci = !strcmp(r->src, "lspci");
@@ -260,8 +274,76 @@ static void smi_order(dr_model *m, int max_smi)
         v[i]->smi_index = i;
 }
 
+/* CUDA's numbers (among all GPUs) of the GPUs known by address follow their
+ * PCI order, as nvidia-smi's do. */
+static int cuda_in_pci_order(const dr_model *m)
+{
+    for (int g = 0; g < m->ngpus; g++)
+        for (int h = 0; h < m->ngpus; h++) {
+            const dr_gpu *a = &m->gpus[g], *b = &m->gpus[h];
+            if (!a->busid[0] || !b->busid[0] || !a->cuda_abs || !b->cuda_abs || a->cuda_index < 0 ||
+                b->cuda_index < 0)
+                continue;
+            if ((a->cuda_index < b->cuda_index) != (strcmp(a->busid, b->busid) < 0) && g != h)
+                return 0;
+        }
+    return 1;
+}
+
+/* GPUs that a CUDA program's device list names by bus address, without an
+ * nvidia-smi number: a number alone (topo -m, nvidia-smi -L) may be any of
+ * them (the PCI order places it only when every address is known,
+ * smi_order). (An address from a kernel log alone does not count: it names
+ * one GPU of many, and the numbered list stays the machine's.) */
+static int smi_ambiguous(const dr_model *m)
+{
+    for (int g = 0; g < m->ngpus; g++)
+        if (m->gpus[g].busid[0] && m->gpus[g].smi_index < 0 && m->gpus[g].cuda_index >= 0 &&
+            !(m->gpus[g].cuda_abs && cuda_in_pci_order(m)))
+            return 1;
+    return 0;
+}
+
+static void unplaced(dr_model *m, const dr_grec *x)
+{
+    if (x->index + 1 > m->smi_unplaced)
+        m->smi_unplaced = x->index + 1;
+    if (!strstr(m->smi_unplaced_files, x->file)) {
+        size_t l = strlen(m->smi_unplaced_files);
+        snprintf(m->smi_unplaced_files + l, sizeof m->smi_unplaced_files - l, "%s%.40s", l ? ", " : "", x->file);
+    }
+}
+
+/* The GPUs in nvidia-smi's order where it is known (those without a number
+ * after, in the order they were found), the records following them. */
+static void gpu_sort(dr_model *m)
+{
+    int order[DR_MAX_GPUS], where[DR_MAX_GPUS], n = 0;
+    for (int i = 0; i < DR_MAX_GPUS; i++)
+        for (int g = 0; g < m->ngpus; g++)
+            if (m->gpus[g].smi_index == i)
+                order[n++] = g;
+    for (int g = 0; g < m->ngpus; g++)
+        if (m->gpus[g].smi_index < 0 || m->gpus[g].smi_index >= DR_MAX_GPUS)
+            order[n++] = g;
+    dr_gpu *tmp = n == m->ngpus ? malloc(sizeof(dr_gpu) * (size_t)n) : NULL;
+    if (!tmp)
+        return; /* one nvidia-smi number on two GPUs (or no memory): left as found */
+    for (int i = 0; i < n; i++) {
+        tmp[i] = m->gpus[order[i]];
+        where[order[i]] = i;
+    }
+    memcpy(m->gpus, tmp, sizeof(dr_gpu) * (size_t)n);
+    free(tmp);
+    for (int r = 0; r < m->nrecs; r++)
+        if (m->rec_gpu[r] >= 0)
+            m->rec_gpu[r] = where[m->rec_gpu[r]];
+}
+
 void dr_unify(dr_model *m)
 {
+    m->smi_unplaced = 0;
+    m->smi_unplaced_files[0] = 0;
     m->ngpus = 0;
     int max_smi = -1;
     /* 1: records with a PCI address */
@@ -272,7 +354,7 @@ void dr_unify(dr_model *m)
             continue;
         int g = gpu_by_busid(m, x->busid);
         if (g < 0 && x->index >= 0)
-            g = gpu_by_index(m, x->ns, x->index);
+            g = gpu_by_index(m, x->ns, rec_index(x));
         if (g >= 0 && m->gpus[g].busid[0] && strcmp(m->gpus[g].busid, x->busid) != 0)
             g = -1; /* same index, other address: other numbering */
         if (g < 0)
@@ -293,7 +375,26 @@ void dr_unify(dr_model *m)
             dr_grec *x = &m->recs[r];
             if (x->anon || x->busid[0] || x->index < 0 || m->rec_gpu[r] >= 0)
                 continue;
-            int g = gpu_by_index(m, x->ns, x->index);
+            int g = gpu_by_index(m, x->ns, rec_index(x));
+            if (g < 0 && pass == 1 && x->ns == DR_NS_SMI) {
+                /* a GPU known by address whose CUDA number is among all GPUs
+                   (CUDA_VISIBLE_DEVICES read): nvidia-smi's number is taken as
+                   equal where CUDA's order of the known GPUs is the PCI order */
+                int h = gpu_by_index(m, DR_NS_CUDA, x->index);
+                if (h >= 0 && m->gpus[h].cuda_abs && m->gpus[h].smi_index < 0 && m->gpus[h].busid[0] &&
+                    same_model(m->gpus[h].name, x->name) && cuda_in_pci_order(m)) {
+                    m->gpus[h].assumed_index = 1;
+                    m->rec_gpu[r] = h;
+                    gpu_take(m, h, x);
+                    continue;
+                }
+            }
+            if (g < 0 && pass == 1 && x->ns == DR_NS_SMI && smi_ambiguous(m)) {
+                /* nvidia-smi's number of one of the GPUs known by address,
+                   but which one cannot be told: not a GPU of its own */
+                unplaced(m, x);
+                continue;
+            }
             if (g < 0 && pass == 1) {
                 /* the other numbering, assumed equal (CUDA_DEVICE_ORDER) */
                 int other = x->ns == DR_NS_SMI ? DR_NS_CUDA : DR_NS_SMI;
@@ -315,15 +416,39 @@ void dr_unify(dr_model *m)
             m->rec_gpu[r] = g;
             gpu_take(m, g, x);
         }
+    gpu_sort(m);
+    /* one CUDA number on two GPUs: runs over different GPUs */
+    for (int g = 0; g < m->ngpus; g++)
+        for (int h = g + 1; h < m->ngpus; h++)
+            if (m->gpus[g].cuda_index >= 0 && m->gpus[g].cuda_index == m->gpus[h].cuda_index)
+                m->gpus[g].cuda_renumbered = m->gpus[h].cuda_renumbered = 1;
 }
 
 /* GPU of an index in a namespace; the other numbering is tried (assumed). */
 static int map_index(dr_model *m, int ns, int idx)
 {
     int g = gpu_by_index(m, ns, idx);
-    if (g < 0)
+    if (g < 0 && !(ns == DR_NS_SMI && m->smi_unplaced))
         g = gpu_by_index(m, ns == DR_NS_SMI ? DR_NS_CUDA : DR_NS_SMI, idx);
     return g;
+}
+
+/* GPU of an index as the output at E numbers it: each run of a CUDA program
+ * numbers the GPUs it sees from 0 (CUDA_VISIBLE_DEVICES), so the device list
+ * of that run (the last one above E in E's file that lists the index with a
+ * bus address) decides; without one, the machine-wide numbering. */
+static int map_index_at(dr_model *m, int ns, int idx, const dr_ev *e)
+{
+    int best = -1;
+    for (int r = 0; e && e->line > 0 && r < m->nrecs; r++) {
+        const dr_grec *x = &m->recs[r];
+        if (x->anon || x->ns != ns || x->index != idx || (!x->busid[0] && x->cuda_abs < 0) || m->rec_gpu[r] < 0 ||
+            x->line > e->line || strcmp(x->file, e->file) != 0)
+            continue;
+        if (best < 0 || x->line >= m->recs[best].line)
+            best = r;
+    }
+    return best >= 0 ? m->rec_gpu[best] : map_index(m, ns, idx);
 }
 
 void dr_gpu_label(const dr_model *m, int g, char *out, size_t outlen)
@@ -333,13 +458,13 @@ void dr_gpu_label(const dr_model *m, int g, char *out, size_t outlen)
         return;
     }
     const dr_gpu *x = &m->gpus[g];
-    int smi_any = 0;
+    int smi_any = m->smi_unplaced > 0;
     for (int i = 0; i < m->ngpus; i++)
         if (m->gpus[i].smi_index >= 0)
             smi_any = 1;
     if (x->smi_index >= 0)
         snprintf(out, outlen, "GPU%d", x->smi_index);
-    else if (x->cuda_index >= 0)
+    else if (x->cuda_index >= 0 && !x->cuda_renumbered)
         snprintf(out, outlen, smi_any ? "cuda%d" : "GPU%d", x->cuda_index);
     else if (x->busid[0])
         snprintf(out, outlen, "GPU %s", strncmp(x->busid, "0000:", 5) ? x->busid : x->busid + 5);
@@ -443,6 +568,7 @@ typedef struct {
     int new_keys; /* the module (or tag) numbers RMForceP2PType the 575 way: 1, 0 older, -1 unknown */
     int unexplained; /* a pair's state, or why P2P fails, cannot be told (exit 31) */
     int hazard_any;  /* a p2p-verify hazard test failed on some pair */
+    char node_unmeasured[96]; /* pairs on a topo NODE path whose P2P nobody measured */
 } ctx;
 
 #define PS(c, a, b) (&(c)->ps[(size_t)(a) * DR_MAX_GPUS + (size_t)(b)])
@@ -516,7 +642,7 @@ static void summarize_pobs(ctx *c)
             }
             continue;
         }
-        int a = map_index(m, o->ns, o->a), b = map_index(m, o->ns, o->b);
+        int a = map_index_at(m, o->ns, o->a, &o->ev), b = map_index_at(m, o->ns, o->b, &o->ev);
         if (a < 0 || b < 0 || a == b)
             continue;
         pobs_sum *s = PS(c, a, b);
@@ -606,7 +732,8 @@ static int pair_error(ctx *c, int a, int b)
         return 0;
     if (s->p2p_error_a < 0)
         return -1;
-    int x = map_index(c->m, DR_NS_CUDA, s->p2p_error_a), y = map_index(c->m, DR_NS_CUDA, s->p2p_error_b);
+    int x = map_index_at(c->m, DR_NS_CUDA, s->p2p_error_a, &s->p2p_error.ev),
+        y = map_index_at(c->m, DR_NS_CUDA, s->p2p_error_b, &s->p2p_error.ev);
     return (x == a && y == b) || (x == b && y == a);
 }
 
@@ -1357,6 +1484,39 @@ static void rule_links(ctx *c)
     }
 }
 
+/* A measurement of the pair's P2P against the path through host memory:
+ * a bandwidth test with and without P2P, or a two-GPU NCCL all-reduce with
+ * and without. */
+static int pair_measured(ctx *c, int a, int b)
+{
+    const pobs_sum *s = PS(c, a, b), *r = PS(c, b, a);
+    if ((s->bw_on > 0 && s->bw_off > 0) || (r->bw_on > 0 && r->bw_off > 0))
+        return 1;
+    const dr_busbw *on = &c->m->sys.nccl_bus[0], *off = &c->m->sys.nccl_bus[1];
+    if (on->ngpus != 2 || off->ngpus != 2 || (on->avg <= 0 && on->peak <= 0) || (off->avg <= 0 && off->peak <= 0))
+        return 0;
+    int x = map_index_at(c->m, DR_NS_CUDA, on->dev[0], &on->ev), y = map_index_at(c->m, DR_NS_CUDA, on->dev[1], &on->ev);
+    return (x == a && y == b) || (x == b && y == a);
+}
+
+/* A path between host bridges of one CPU (topo NODE), P2P possible on it,
+ * and nothing measured: P2P there is slower than host memory on many CPUs
+ * (NVIDIA/nccl#428: the NCCL maintainer's answer for a two-socket Intel box),
+ * and fine on others, so the path alone is no finding; what would tell is
+ * collected (rule_insufficient), and where it was measured the symptoms
+ * judge it. */
+static void node_unmeasured(ctx *c, int a, int b)
+{
+    char la[48], lb[48];
+    size_t l = strlen(c->node_unmeasured);
+    dr_gpu_label(c->m, a, la, sizeof la);
+    dr_gpu_label(c->m, b, lb, sizeof lb);
+    if (l + 48 < sizeof c->node_unmeasured)
+        snprintf(c->node_unmeasured + l, sizeof c->node_unmeasured - l, "%s%.20s-%.20s", l ? ", " : "", la, lb);
+    else if (l + 5 < sizeof c->node_unmeasured && strcmp(c->node_unmeasured + l - 3, "...") != 0)
+        snprintf(c->node_unmeasured + l, sizeof c->node_unmeasured - l, ", ...");
+}
+
 static void rule_topology(ctx *c)
 {
     dr_model *m = c->m;
@@ -1381,6 +1541,8 @@ static void rule_topology(ctx *c)
                     }
                 }
             }
+            if (!strcmp(topo, "NODE") && s->access != 0 && r->access != 0 && !pair_measured(c, a, b))
+                node_unmeasured(c, a, b);
             if (pair_observed_ok(c, a, b))
                 continue;
             int sys = !strcmp(topo, "SYS") || !strcmp(topo, "QPI");
@@ -2395,8 +2557,8 @@ static void symptom_nccl(ctx *c)
     double x = avg ? on->avg : on->peak, y = avg ? off->avg : off->peak;
     if (x <= 0 || y <= 0 || x >= 0.8 * y || (on->ngpus && off->ngpus && on->ngpus != off->ngpus))
         return;
-    int a = on->ngpus == 2 ? map_index(m, DR_NS_CUDA, on->dev[0]) : -1;
-    int b = on->ngpus == 2 ? map_index(m, DR_NS_CUDA, on->dev[1]) : -1;
+    int a = on->ngpus == 2 ? map_index_at(m, DR_NS_CUDA, on->dev[0], &on->ev) : -1;
+    int b = on->ngpus == 2 ? map_index_at(m, DR_NS_CUDA, on->dev[1], &on->ev) : -1;
     if (a < 0 || b < 0 || a == b)
         a = b = -1;
     dr_finding *f = finding(c->d, "p2p-slower-than-host", a < 0 ? DR_SCOPE_MACHINE : DR_SCOPE_PAIR, a < b ? a : b,
@@ -2638,6 +2800,13 @@ static void rule_insufficient(ctx *c)
 {
     dr_model *m = c->m;
     dr_diag *d = c->d;
+    if (c->node_unmeasured[0]) {
+        char what[200];
+        snprintf(what, sizeof what, "P2P against host memory, %.95s (topo NODE: P2P is often slower there): build.sh "
+                                    "verify",
+                 c->node_unmeasured);
+        missing(d, what);
+    }
     int unexplained = 0, unverified = 0;
     for (int i = 0; i < d->npairs; i++) {
         dr_pairv *v = &d->pairs[i];
@@ -2716,7 +2885,7 @@ static void check_counts(ctx *c)
     /* per file and output: how many GPUs it lists */
     struct {
         char file[64], src[12];
-        int n;
+        int n, addressed; /* addressed: every GPU it lists has its bus address */
     } grp[64];
     int ng = 0;
     for (int r = 0; r < m->nrecs; r++) {
@@ -2735,37 +2904,82 @@ static void check_counts(ctx *c)
             snprintf(grp[k].file, sizeof grp[k].file, "%s", x->file);
             snprintf(grp[k].src, sizeof grp[k].src, "%s", x->src);
             grp[k].n = 0;
+            grp[k].addressed = 1;
             ng++;
         }
         grp[k].n++;
+        if (!x->busid[0])
+            grp[k].addressed = 0;
     }
-    char counts[200] = "";
+    char counts[200] = "", subsets[200] = "";
+    int nmax = 0;
+    for (int i = 0; i < ng; i++)
+        nmax = grp[i].n > nmax ? grp[i].n : nmax;
     for (int i = 0; i < ng; i++) {
         for (int f = 0; f < m->nfiles; f++)
             if (!strcmp(m->files[f].name, grp[i].file) && grp[i].n > m->files[f].ngpus) {
                 m->files[f].ngpus = grp[i].n;
                 snprintf(m->files[f].gpu_src, sizeof m->files[f].gpu_src, "%s", grp[i].src);
             }
-        if (grp[i].n != grp[0].n)
+        /* a CUDA program's run over some of the GPUs, each named by its bus
+           address: a subset of the machine, not a disagreement */
+        int subset = grp[i].n < nmax && grp[i].addressed && strcmp(grp[i].src, "smi") != 0 &&
+                     strcmp(grp[i].src, "smi-q") != 0 && strcmp(grp[i].src, "topo") != 0 &&
+                     strcmp(grp[i].src, "sysfs") != 0 && strcmp(grp[i].src, "lspci") != 0;
+        if (grp[i].n != nmax && !subset)
             c->d->inconsistent = 1;
-        size_t l = strlen(counts);
+        char *out = subset ? subsets : counts;
+        size_t l = strlen(out);
         if (l + 48 < sizeof counts)
-            snprintf(counts + l, sizeof counts - l, "%s%.36s %d", l ? ", " : "", grp[i].file, grp[i].n);
+            snprintf(out + l, sizeof counts - l, "%s%.36s %d", l ? ", " : "", grp[i].file, grp[i].n);
     }
     if (c->d->inconsistent)
-        dr_note(m, "the outputs list different numbers of GPUs (%s): from other machines, other times, or excerpts; "
-                   "conclusions about GPUs missing from some outputs are less certain",
-                counts);
+        dr_note(m, "the outputs list different numbers of GPUs (%s%s%s): from other machines, other times, or "
+                   "excerpts; conclusions about GPUs missing from some outputs are less certain",
+                counts, subsets[0] ? "; " : "", subsets);
+    else if (subsets[0])
+        dr_note(m, "some outputs are runs over part of the %d GPUs (%s), e.g. with CUDA_VISIBLE_DEVICES: each "
+                   "names its GPUs by bus address, and its device numbers are read as its own",
+                nmax, subsets);
     for (int g = 0; g < m->ngpus; g++) {
         char lab[48];
         dr_gpu_label(m, g, lab, sizeof lab);
         if (m->gpus[g].name_conflict)
             dr_note(m, "%s is named differently by different outputs: they may come from different machines", lab);
-        if (m->gpus[g].assumed_index)
-            dr_note(m, "GPU numbers of nvidia-smi and of CUDA were taken as equal for %s (CUDA_DEVICE_ORDER=PCI_BUS_ID "
-                       "makes them so)",
-                    lab);
     }
+    if (m->smi_unplaced) {
+        int known = 0;
+        for (int g = 0; g < m->ngpus; g++)
+            known += m->gpus[g].busid[0] != 0;
+        dr_note(m, "%.60s: %d GPUs by number only, %d known by address elsewhere; which number is which cannot be "
+                   "told (the PCI order places them only when every address is known), so their facts are left "
+                   "out; plain nvidia-smi lists both",
+                m->smi_unplaced_files, m->smi_unplaced, known);
+    }
+    char assumed[200] = "";
+    for (int g = 0; g < m->ngpus; g++) {
+        char lab[48];
+        size_t l = strlen(assumed);
+        dr_gpu_label(m, g, lab, sizeof lab);
+        if (m->gpus[g].assumed_index && l + 52 < sizeof assumed)
+            snprintf(assumed + l, sizeof assumed - l, "%s%s", l ? ", " : "", lab);
+    }
+    if (assumed[0])
+        dr_note(m, "GPU numbers of nvidia-smi and of CUDA were taken as equal for %s (CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                   "makes them so)",
+                assumed);
+    char renum[200] = "";
+    for (int g = 0; g < m->ngpus; g++) {
+        char lab[48];
+        size_t l = strlen(renum);
+        dr_gpu_label(m, g, lab, sizeof lab);
+        if (m->gpus[g].cuda_renumbered && l + 52 < sizeof renum)
+            snprintf(renum + l, sizeof renum - l, "%s%s", l ? ", " : "", lab);
+    }
+    if (renum[0] && !subsets[0])
+        dr_note(m, "CUDA device numbers differ between outputs for %s (runs with CUDA_VISIBLE_DEVICES): the device "
+                   "numbers of each output are matched to GPUs by its own device list (bus addresses)",
+                renum);
     if (m->truncated_recs)
         dr_note(m, "more GPUs, bridges or pair observations than p2p-doctor keeps (%d dropped): the report covers the "
                    "first ones",

@@ -26,6 +26,9 @@ static dr_model *parse1(const char *name, const char *text)
     return m;
 }
 
+static const dr_pairv *pair_of(const dr_diag *d, int a, int b);
+static int cause_rank(const dr_finding *f, const char *id);
+
 static int has_id(const dr_diag *d, const char *id)
 {
     for (int i = 0; i < d->nf; i++)
@@ -1194,6 +1197,96 @@ void test_doctor_rules(void)
     diag(0, NULL, "nvidia-smi.txt", SMI2, "topo.txt",
          "\tGPU0\tGPU1\tGPU2\n GPU0\t X \tPHB\tPHB\n GPU1\tPHB\t X \tPHB\n GPU2\tPHB\tPHB\t X \n", NULL);
     CHECK_INT(g_d.inconsistent, 1);
+    /* GPU identity across runs over subsets (CUDA_VISIBLE_DEVICES): each run numbers its GPUs from 0, its
+       device list names them by address; observations go to the GPUs of the run's own list, one GPU is one GPU */
+    const char *smi4 =
+        "|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |\n"
+        "|   1  NVIDIA GeForce RTX 4090        Off |   00000000:02:00.0 Off |                  Off |\n"
+        "|   2  NVIDIA GeForce RTX 4090        Off |   00000000:41:00.0 Off |                  Off |\n"
+        "|   3  NVIDIA GeForce RTX 4090        Off |   00000000:42:00.0 Off |                  Off |\n";
+    const char *run01 = "Device: 0, NVIDIA GeForce RTX 4090, pciBusID: 1, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device: 1, NVIDIA GeForce RTX 4090, pciBusID: 2, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device=0 CAN Access Peer Device=1\nDevice=1 CAN Access Peer Device=0\n";
+    const char *run23 = "Device: 0, NVIDIA GeForce RTX 4090, pciBusID: 41, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device: 1, NVIDIA GeForce RTX 4090, pciBusID: 42, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device=0 CANNOT Access Peer Device=1\nDevice=1 CANNOT Access Peer Device=0\n";
+    diag(0, NULL, "nvidia-smi.txt", smi4, "p01.txt", run01, "p23.txt", run23, NULL);
+    CHECK_INT(g_m->ngpus, 4);
+    CHECK(pair_of(&g_d, 0, 1) && pair_of(&g_d, 0, 1)->verdict == DR_V_P2P);
+    CHECK(pair_of(&g_d, 2, 3) && pair_of(&g_d, 2, 3)->verdict == DR_V_HOST);
+    CHECK(pair_of(&g_d, 0, 2) && pair_of(&g_d, 0, 2)->verdict == DR_V_UNKNOWN);
+    CHECK_INT(g_d.inconsistent, 0);
+    CHECK(has_note(g_m, "runs over part of the 4 GPUs (p01.txt 2, p23.txt 2)"));
+    /* both runs in one file: the device list above each observation decides */
+    char both[1024];
+    snprintf(both, sizeof both, "$ CUDA_VISIBLE_DEVICES=0,1 ./p2pBandwidthLatencyTest\n%s"
+                                "$ CUDA_VISIBLE_DEVICES=2,3 ./p2pBandwidthLatencyTest\n%s", run01, run23);
+    diag(0, NULL, "nvidia-smi.txt", smi4, "runs.txt", both, NULL);
+    CHECK(pair_of(&g_d, 0, 1) && pair_of(&g_d, 0, 1)->verdict == DR_V_P2P);
+    CHECK(pair_of(&g_d, 2, 3) && pair_of(&g_d, 2, 3)->verdict == DR_V_HOST);
+    /* without nvidia-smi: two GPUs that are both "device 0" are labelled by address, not both GPU0 */
+    diag(0, NULL, "p01.txt", run01, "p23.txt", run23, NULL);
+    CHECK_INT(g_m->ngpus, 4);
+    char lab[48];
+    dr_gpu_label(g_m, 2, lab, sizeof lab);
+    CHECK_STR(lab, "GPU 41:00.0");
+    CHECK(has_note(g_m, "CUDA device numbers differ between outputs"));
+    /* topo -m numbers 4 GPUs, the runs name 3 by address: which number is which cannot be told; 3 GPUs, not 7,
+       and topo's cells are not put on CUDA's numbers */
+    const char *topo4 = "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n GPU0\t X \tSYS\tSYS\tSYS\t0-23\n"
+                        " GPU1\tSYS\t X \tSYS\tSYS\t0-23\n GPU2\tSYS\tSYS\t X \tSYS\t0-23\n"
+                        " GPU3\tSYS\tSYS\tSYS\t X \t0-23\n";
+    const char *run12 = "Device: 0, NVIDIA GeForce RTX 4090, pciBusID: 2, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device: 1, NVIDIA GeForce RTX 4090, pciBusID: 41, pciDeviceID: 0, pciDomainID:0\n"
+                        "Device=0 CAN Access Peer Device=1\nDevice=1 CAN Access Peer Device=0\n";
+    diag(0, NULL, "topo.txt", topo4, "p01.txt", run01, "p12.txt", run12, NULL);
+    CHECK_INT(g_m->ngpus, 3);
+    CHECK_INT(g_m->smi_unplaced, 4);
+    CHECK(has_note(g_m, "topo.txt: 4 GPUs by number only, 3 known by address elsewhere"));
+    CHECK(!has_id(&g_d, "cross-root-complex"));
+    /* ...with nvidia-smi's list, topo's numbers are placed and judged */
+    diag(0, NULL, "nvidia-smi.txt", smi4, "topo.txt", topo4, "p01.txt", run01, "p12.txt", run12, NULL);
+    CHECK_INT(g_m->ngpus, 4);
+    CHECK_INT(g_m->smi_unplaced, 0);
+    CHECK(has_id(&g_d, "cross-root-complex"));
+    CHECK_INT(g_d.npairs, 12);
+    /* a NODE pair measured through runs over a subset (CUDA_VISIBLE_DEVICES=1,2): NCCL's all-reduce with P2P
+       slower than without is put on GPU1-GPU2 of topo -m, with the NODE path among its causes; unmeasured NODE
+       pairs are only named under 'Collect' */
+    const char *topo_node = "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n GPU0\t X \tSYS\tSYS\tSYS\t0-15\n"
+                            " GPU1\tSYS\t X \tNODE\tNODE\t16-31\n GPU2\tSYS\tNODE\t X \tNODE\t16-31\n"
+                            " GPU3\tSYS\tNODE\tNODE\t X \t16-31\n";
+    const char *nccl_dev = "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5\n"
+                           "# Using devices\n#   Rank  0 Pid  97075 on host device  0 [0x86] Tesla T4\n"
+                           "#   Rank  1 Pid  97075 on host device  1 [0xaf] Tesla T4\n";
+    char on12[512], off12[512], run0[512];
+    snprintf(on12, sizeof on12, "# CUDA_VISIBLE_DEVICES=1,2 ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2\n%s"
+                                "# Avg bus bandwidth    : 2.1\n", nccl_dev);
+    snprintf(off12, sizeof off12, "# NCCL_P2P_DISABLE=1 CUDA_VISIBLE_DEVICES=1,2 ./build/all_reduce_perf -g 2\n%s"
+                                  "# Avg bus bandwidth    : 5.3\n", nccl_dev);
+    snprintf(run0, sizeof run0, "# CUDA_VISIBLE_DEVICES=0,1 ./build/all_reduce_perf -g 2\n"
+                                "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728\n# Using devices\n"
+                                "#   Rank  0 Pid  1 on host device  0 [0x3b] Tesla T4\n"
+                                "#   Rank  1 Pid  1 on host device  1 [0x86] Tesla T4\n");
+    diag(0, NULL, "topo.txt", topo_node, "on.txt", on12, "off.txt", off12, "r0.txt", run0, NULL);
+    CHECK_INT(g_m->ngpus, 4);
+    f = get_id(&g_d, "p2p-slower-than-host");
+    CHECK(f && f->a == 1 && f->b == 2 && cause_rank(f, "cross-root-complex") >= 0);
+    CHECK(g_d.nmissing >= 1 && strstr(g_d.missing[0], "GPU1-GPU3, GPU2-GPU3 (topo NODE") &&
+          !strstr(g_d.missing[0], "GPU1-GPU2"));
+    /* an exported CUDA_VISIBLE_DEVICES holds for later runs; one without it numbers every GPU again */
+    char two[1024];
+    snprintf(two, sizeof two, "$ export CUDA_VISIBLE_DEVICES=1,2\n$ ./build/all_reduce_perf -g 2\n%s"
+                              "$ unset CUDA_VISIBLE_DEVICES\n", nccl_dev);
+    diag(0, NULL, "topo.txt", topo_node, "two.txt", two, NULL);
+    CHECK(g_m->nrecs >= 2 && g_m->recs[g_m->nrecs - 1].cuda_abs == 2);
+    snprintf(two, sizeof two, "$ CUDA_VISIBLE_DEVICES=1,2 ./x\n$ ./build/all_reduce_perf -g 2\n%s", nccl_dev);
+    diag(0, NULL, "two.txt", two, NULL);
+    CHECK(g_m->nrecs == 2 && g_m->recs[0].cuda_abs == -1 && g_m->recs[1].cuda_abs == -1);
+    /* UUIDs instead of numbers: the numbering stays unknown */
+    snprintf(two, sizeof two, "$ CUDA_VISIBLE_DEVICES=GPU-1a2b,GPU-3c4d ./build/all_reduce_perf -g 2\n%s", nccl_dev);
+    diag(0, NULL, "two.txt", two, NULL);
+    CHECK(g_m->nrecs == 2 && g_m->recs[0].cuda_abs == -1);
     /* no GPU at all: exit 32, unless something stops P2P */
     diag(0, NULL, "sysfs.txt", "iommu-present: 0\nsysfs-gpus: 0\n", NULL);
     CHECK_INT(g_d.exit_code, DR_EXIT_NO_PAIR);
