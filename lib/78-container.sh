@@ -36,6 +36,10 @@ readonly CTR_IMAGE="nvidia-p2p-driver"
 readonly CTR_PACKAGES="bash,ca-certificates,dwarves,gcc,kmod,libc6-dev,libelf-dev,make,mount,pciutils,util-linux,xz-utils"
 # os -> its suite (ctr_sources gives the archive)
 declare -grA CTR_SUITE=([debian12]=bookworm [debian13]=trixie [ubuntu22.04]=jammy [ubuntu24.04]=noble)
+# os -> packages beside CTR_PACKAGES: Ubuntu 22.04's HWE and cloud kernels are
+# built with gcc-12, its gcc is 11 (the entrypoint builds with the kernel's
+# compiler, kernel_cc)
+declare -grA CTR_EXTRA=([debian12]="" [debian13]="" [ubuntu22.04]=gcc-12 [ubuntu24.04]="")
 
 P2P_CTR_OS=debian12
 P2P_CTR_PRECOMPILED=""
@@ -184,7 +188,9 @@ series_revision() {
 
 # --- base ---------------------------------------------------------------------------
 
-# ctr_sources OS: the apt lines of the base (the suite, its updates and security).
+# ctr_sources OS: the apt lines of the base (the suite, its updates, security
+# and backports: the node's kernel headers may come from any of them, Debian's
+# newer kernels from backports).
 ctr_sources() {
   local suite=${CTR_SUITE[$1]} m
   case $1 in
@@ -192,19 +198,26 @@ ctr_sources() {
     m=${P2P_CTR_MIRROR:-http://deb.debian.org/debian}
     printf 'deb %s %s main\n' "${m}" "${suite}" "${m}" "${suite}-updates"
     printf 'deb %s-security %s-security main\n' "${m}" "${suite}"
+    printf 'deb %s %s main\n' "${m}" "${suite}-backports"
     ;;
   ubuntu*)
     m=${P2P_CTR_MIRROR:-http://archive.ubuntu.com/ubuntu}
-    printf 'deb %s %s main universe\n' "${m}" "${suite}" "${m}" "${suite}-updates" "${m}" "${suite}-security"
+    printf 'deb %s %s main universe\n' "${m}" "${suite}" "${m}" "${suite}-updates" "${m}" "${suite}-security" \
+      "${m}" "${suite}-backports"
     ;;
   esac
+}
+
+# ctr_packages OS: the base's packages, comma-separated.
+ctr_packages() {
+  printf '%s%s\n' "${CTR_PACKAGES}" "${CTR_EXTRA[$1]:+,${CTR_EXTRA[$1]}}"
 }
 
 # container_base: the base root file system's tar for --os (made once per
 # recipe and kept in the cache, verified by its sha256 before each use).
 container_base() {
   local recipe key dir tar
-  recipe=$(printf '%s\n' "${P2P_CTR_OS}" "${CTR_PACKAGES}" "$(ctr_epoch)" && ctr_sources "${P2P_CTR_OS}")
+  recipe=$(printf '%s\n' "${P2P_CTR_OS}" "$(ctr_packages "${P2P_CTR_OS}")" "$(ctr_epoch)" && ctr_sources "${P2P_CTR_OS}")
   key=$(sha256sum <<<"${recipe}" | cut -c1-16)
   dir="${P2P_CACHE_DIR}/container"
   tar="${dir}/base-${P2P_CTR_OS}-${key}.tar"
@@ -222,7 +235,7 @@ container_base() {
 
 # ctr_make_base TAR: mmdebstrap the base into TAR (via a temporary name).
 ctr_make_base() {
-  local tar=$1 suite=${CTR_SUITE[${P2P_CTR_OS}]} keyring=() hook
+  local tar=$1 suite=${CTR_SUITE[${P2P_CTR_OS}]} keyring=() hook pkgs
   # shellcheck disable=SC2016 # $1 is mmdebstrap's: the root being made
   hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/var/log/apt/* "$1"/var/log/dpkg.log "$1"/var/cache/ldconfig/aux-cache'
   local -a mirrors
@@ -234,10 +247,11 @@ ctr_make_base() {
     keyring=(--keyring=/usr/share/keyrings/ubuntu-archive-keyring.gpg)
   fi
   mkdir -p -- "$(dirname "${tar}")"
-  stage base "mmdebstrap ${suite} (${P2P_CTR_OS}): ${CTR_PACKAGES//,/ } (a few minutes)"
+  pkgs=$(ctr_packages "${P2P_CTR_OS}")
+  stage base "mmdebstrap ${suite} (${P2P_CTR_OS}): ${pkgs//,/ } (a few minutes)"
   rm -f -- "${tar}.new"
   SOURCE_DATE_EPOCH=$(ctr_epoch) run_logged mmdebstrap --variant=minbase --format=tar \
-    "--include=${CTR_PACKAGES}" "${keyring[@]}" \
+    "--include=${pkgs}" "${keyring[@]}" \
     "--customize-hook=${hook}" \
     "${suite}" "${tar}.new" "${mirrors[@]}" ||
     { rm -f -- "${tar}.new" && die "${EX_BUILD}" "mmdebstrap ${suite} failed (its archive reachable? --mirror URL); see ${P2P_LOG_FILE:-the output above}"; }
@@ -321,7 +335,7 @@ ctr_umoci() {
   local tag=$1 layout=$2 ref=$3 created=$6
   run_logged umoci init --layout "${layout}" &&
     run_logged umoci new --image "${layout}:${ref}" &&
-    ctr_add_layer "${layout}:${ref}" "$4" "${created}" "mmdebstrap ${CTR_SUITE[${P2P_CTR_OS}]} ${CTR_PACKAGES}" &&
+    ctr_add_layer "${layout}:${ref}" "$4" "${created}" "mmdebstrap ${CTR_SUITE[${P2P_CTR_OS}]} $(ctr_packages "${P2P_CTR_OS}")" &&
     ctr_add_layer "${layout}:${ref}" "$5" "${created}" "build.sh ${P2P_VERSION} container ${tag}" &&
     container_config "${tag}" "${layout}:${ref}" "${created}" "$7" &&
     run_logged umoci gc --layout "${layout}"

@@ -472,7 +472,8 @@ EOF
   rm -rf "${CR}/lib/modules/${CTR_KREL}/build"
   CTR_APT_FAIL=1 run ctr init
   assert_failure 13
-  assert_output --partial "no kernel headers for ${CTR_KREL}: apt-get install linux-headers-${CTR_KREL} failed"
+  assert_output --partial "no kernel headers for ${CTR_KREL}, the kernel this node runs: apt-get install linux-headers-${CTR_KREL} failed from the image's sources (none read)"
+  assert_output --partial "build.sh container ${CTR_TAG} --precompiled ${CTR_KREL}"
   run calls 'apt-get|make|depmod|modprobe|mount'
   assert_output "$(printf 'apt-get -q update\napt-get -q -y install --no-install-recommends linux-headers-%s\n' "${CTR_KREL}")"
   run loaded
@@ -485,6 +486,57 @@ EOF
   CTR_APT_NO_BUILD=1 run ctr init
   assert_failure 13
   assert_output --partial "linux-headers-${CTR_KREL} is installed but ${CR}/lib/modules/${CTR_KREL}/build is missing"
+  assert_equal "$(calls 'make|modprobe')" ""
+}
+
+# kconfig TEXT [clang]: the headers' .config names the compiler the kernel was built with.
+kconfig() {
+  printf 'CONFIG_CC_VERSION_TEXT="%s"\n' "$1" >"${CR}/lib/modules/${CTR_KREL}/build/.config"
+  [[ -z ${2:-} ]] || printf 'CONFIG_CC_IS_CLANG=y\n' >>"${CR}/lib/modules/${CTR_KREL}/build/.config"
+}
+
+@test "init: the modules are built with the compiler the headers name (CONFIG_CC_VERSION_TEXT)" {
+  stub gcc-77
+  kconfig "gcc-77 (Debian 77.2.0-14) 77.2.0"
+  run ctr init
+  assert_success
+  assert_output --partial "building the five modules for ${CTR_KREL} (make -j4, gcc-77)"
+  run calls make
+  assert_output "make -C ${SRC} -j4 CC=gcc-77 NV_EXCLUDE_BUILD_MODULES= KERNEL_UNAME=${CTR_KREL} modules"
+  # Ubuntu's name for it: x86_64-linux-gnu-gcc-77 absent, gcc-77 there
+  : >"${STUB_LOG}"
+  rm -rf "${CR}/run/nvidia" "${CR}/sys/module/nvidia"*
+  kconfig "x86_64-linux-gnu-gcc-77 (Ubuntu 77.3.0-1ubuntu1~22.04) 77.3.0"
+  run ctr init
+  assert_success
+  assert_equal "$(calls make)" "make -C ${SRC} -j4 CC=gcc-77 NV_EXCLUDE_BUILD_MODULES= KERNEL_UNAME=${CTR_KREL} modules"
+}
+
+@test "init: the image's gcc of the kernel's major is used when no gcc-<major> exists" {
+  stub gcc - <<<'[[ $1 == -dumpversion ]] && echo 78'
+  kconfig "x86_64-linux-gnu-gcc-78 (Ubuntu 78.3.0-1ubuntu1~22.04) 78.3.0"
+  run ctr init
+  assert_success
+  assert_equal "$(calls make)" "make -C ${SRC} -j4 CC=gcc NV_EXCLUDE_BUILD_MODULES= KERNEL_UNAME=${CTR_KREL} modules"
+}
+
+@test "init: a kernel built with another gcc major than the image has: exit 8 before building, naming both" {
+  stub gcc - <<<'[[ $1 == -dumpversion ]] && echo 11'
+  kconfig "x86_64-linux-gnu-gcc-79 (Ubuntu 79.3.0-1ubuntu1~22.04) 79.3.0"
+  run ctr init
+  assert_failure 8
+  assert_output --partial "kernel ${CTR_KREL} was built with x86_64-linux-gnu-gcc-79 (Ubuntu 79.3.0-1ubuntu1~22.04) 79.3.0 (its headers' CONFIG_CC_VERSION_TEXT), and this image has gcc 11"
+  assert_output --partial "gcc-79"
+  assert_equal "$(calls 'make|depmod|standin.run|modprobe|mount')" ""
+  run loaded
+  assert_output ""
+}
+
+@test "init: a kernel built with clang: exit 8 before building" {
+  kconfig "Debian clang version 19.1.7 (3+b1)" clang
+  run ctr init
+  assert_failure 8
+  assert_output --partial "was built with clang (Debian clang version 19.1.7 (3+b1)), and this image builds with gcc"
   assert_equal "$(calls 'make|modprobe')" ""
 }
 

@@ -105,6 +105,16 @@ layer_files() {
   assert_output --partial "deb http://mirror.example/debian bookworm main"
   assert_output --partial "deb http://mirror.example/debian bookworm-updates main"
   assert_output --partial "deb http://mirror.example/debian-security bookworm-security main"
+  # backports too: a node on Debian's backports kernel gets its headers at init
+  assert_output --partial "deb http://mirror.example/debian bookworm-backports main"
+}
+
+@test "container: each os's base packages; ubuntu22.04 carries gcc-12 for HWE kernels" {
+  run bash -c 'source "$1" && for o in debian12 ubuntu22.04; do ctr_packages "${o}"; done && ctr_sources ubuntu22.04' _ "${BUILD_SH}"
+  assert_success
+  assert_line "bash,ca-certificates,dwarves,gcc,kmod,libc6-dev,libelf-dev,make,mount,pciutils,util-linux,xz-utils"
+  assert_line "bash,ca-certificates,dwarves,gcc,kmod,libc6-dev,libelf-dev,make,mount,pciutils,util-linux,xz-utils,gcc-12"
+  assert_line "deb http://archive.ubuntu.com/ubuntu jammy-backports main universe"
 }
 
 @test "container: --no-userspace leaves the .run out; image.conf says so" {
