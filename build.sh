@@ -93,7 +93,7 @@ declare -A P2P_CMD_OPTS=(
   [build]="--source --kernel --kernel-src --no-ccache --units-only"
   [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
   [package]="--source --out --format --revision --no-ccache --nvlink"
-  [container]="--source --out --os --precompiled --kernel-src --run --run-sha256 --no-userspace --no-ccache --nvlink --sign-key --sign-cert --mirror --fresh-base"
+  [container]="--source --out --os --precompiled --kernel-src --run --run-sha256 --no-userspace --no-ccache --nvlink --sign-key --sign-cert --mirror --fresh-base --operator --no-validator-workload"
   [uninstall]="--kernel"
   [preflight]="--kernel"
   [rebase]="--source --family --kernel --kernel-src --chroot --run-sha256 --units-only --no-ccache --new --list --commit"
@@ -138,7 +138,7 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit | --fresh-base)
+    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit | --fresh-base | --no-validator-workload)
       allowed_opt "${cmd}" "${opt}"
       note_opt "${opt}"
       case ${opt} in
@@ -146,6 +146,7 @@ parse_stage_args() {
       --list) P2P_REBASE_LIST=1 ;;
       --commit) P2P_REBASE_COMMIT=1 ;;
       --fresh-base) P2P_CTR_FRESH_BASE=1 ;;
+      --no-validator-workload) P2P_CTR_NO_WORKLOAD=1 ;;
       --no-run) P2P_NO_RUN=1 ;;
       --no-dkms) P2P_NO_DKMS=1 ;;
       --sign-generate) P2P_SIGN_GENERATE=1 ;;
@@ -155,7 +156,7 @@ parse_stage_args() {
       esac
       shift
       ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot | --os | --precompiled | --mirror)
+    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot | --os | --precompiled | --mirror | --operator)
       allowed_opt "${cmd}" "${opt}"
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       note_opt "${opt}" "$2"
@@ -208,6 +209,10 @@ set_opt_value() {
   --precompiled)
     [[ $2 =~ ^[A-Za-z0-9._+~-]+$ ]] || die "${EX_USAGE}" "--precompiled '$2' is not a kernel release"
     P2P_CTR_PRECOMPILED=$2
+    ;;
+  --operator)
+    [[ $2 =~ ^v?[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || die "${EX_USAGE}" "--operator takes the GPU Operator's release (26.7.0, v25.10.1), not '$2'"
+    P2P_CTR_OPERATOR=${2#v}
     ;;
   --mirror)
     [[ $2 =~ ^https?://[^[:space:]]+$ ]] || die "${EX_USAGE}" "--mirror takes an http(s) URL, not '$2'"

@@ -104,10 +104,13 @@ make_data() {
 # build_image NAME [OPTIONS...]: build.sh container into OUT/NAME; REF_NAME set.
 build_image() {
   local name=$1 ref
+  local -a op=()
   shift
+  # below branch 580 the operator's validator workload (v26.7.0+) is off
+  [[ ${TAG%%.*} -ge 580 ]] || op=(--no-validator-workload)
   rm -rf -- "${OUT:?}/${name}"
   ref=$(NVP2P_DATA_DIR="${DATA}" SOURCE_DATE_EPOCH=1700000000 "${REPO}/build.sh" --cache-dir "${CACHE}" --work-dir "${WORK}" \
-    container "${TAG}" --source "${GIT}" --run "${OUT}/standin.run" --out "${OUT}/${name}" "$@")
+    container "${TAG}" --source "${GIT}" --run "${OUT}/standin.run" --out "${OUT}/${name}" "${op[@]}" "$@")
   echo "${ref}"
   printf '%s\n' "${ref##*:}" >"${OUT}/${name}.ref"
 }

@@ -41,7 +41,21 @@ declare -grA CTR_SUITE=([debian12]=bookworm [debian13]=trixie [ubuntu22.04]=jamm
 # compiler, kernel_cc)
 declare -grA CTR_EXTRA=([debian12]="" [debian13]="" [ubuntu22.04]=gcc-12 [ubuntu24.04]="")
 
+# The GPU Operator's validator (operator-validator, component cuda) runs a
+# CUDA workload that needs a driver of at least a branch: from v26.7.0 it is
+# built with CUDA 13.2 and R580 is the oldest branch it supports
+# (NVIDIA/gpu-operator eb1b1bee, docker/Dockerfile:15 at v26.7.0 10ee5b36);
+# a node whose driver cannot run it never validates. The releases before
+# build it with CUDA 11.7.1 (v24.9, v25.3) or 12.9 (v25.10, v26.3): no
+# minimum of theirs is checked here. The operator release docs/kubernetes.md
+# was last checked against, the default of --operator:
+readonly CTR_OPERATOR_CHECKED=26.7.0
+readonly CTR_WORKLOAD_FROM=26.7.0
+readonly CTR_WORKLOAD_MIN_BRANCH=580
+
 P2P_CTR_OS=debian12
+P2P_CTR_OPERATOR=${CTR_OPERATOR_CHECKED}
+P2P_CTR_NO_WORKLOAD=0
 P2P_CTR_PRECOMPILED=""
 P2P_CTR_MIRROR=""
 P2P_CTR_FRESH_BASE=0
@@ -51,7 +65,8 @@ help_container() {
 Usage: build.sh container <tag> [--os debian12|debian13|ubuntu22.04|ubuntu24.04]
                                 [--precompiled KVER [--kernel-src DIR] [--sign-key FILE --sign-cert FILE]]
                                 [--nvlink keep|off] [--out DIR] [--source PATH]
-                                [--run FILE] [--run-sha256 SHA] [--no-userspace]
+                                [--run FILE] [--run-sha256 SHA]
+                                [--operator VERSION [--no-validator-workload]]
                                 [--mirror URL] [--fresh-base] [--no-ccache]
 
 Build an OCI image of driver <tag> with PCIe P2P that NVIDIA's GPU Operator
@@ -85,14 +100,23 @@ Options:
                     build at init sign with a key pair mounted at
                     /run/secrets/nvidia-p2p (signing.key, signing.crt)
   --nvlink keep|off as for install (the family's default otherwise)
-  --no-userspace    leave NVIDIA's .run out (the node must provide userspace)
+  --operator VERSION  the GPU Operator release of the cluster (default
+                    26.7.0, the one this was checked against). From v26.7.0
+                    its validator runs a CUDA 13.2 workload that needs driver
+                    branch 580 or newer: an older tag is refused (exit 3)
+                    unless --no-validator-workload says the ClusterPolicy
+                    sets validator.cuda.env WITH_WORKLOAD=false
+  --no-userspace    refused: the operator's startup probe runs nvidia-smi in
+                    the driver container, and a node with its own nvidia-smi
+                    makes the driver manager disable the driver pod
   --mirror URL      the distribution's archive (default deb.debian.org,
                     archive.ubuntu.com)
   --fresh-base      make the base again even if the cache holds one
   --out DIR         the OCI layout to add the image to
 
-Exit codes: as `build.sh help exit-codes`; 3 for an unknown --os, 8 when
-mmdebstrap or umoci fail, 6 when the .run's checksum does not match.
+Exit codes: as `build.sh help exit-codes`; 3 for an unknown --os, a tag
+below the operator validator's branch, or --no-userspace; 8 when mmdebstrap
+or umoci fail, 6 when the .run's checksum does not match.
 EOF
 }
 
@@ -123,6 +147,9 @@ container_check_args() {
   local tag=$1
   [[ -n ${CTR_SUITE[${P2P_CTR_OS}]+x} ]] ||
     die "${EX_UNSUPPORTED}" "--os ${P2P_CTR_OS}: not one of $(printf '%s\n' "${!CTR_SUITE[@]}" | sort | paste -sd ' ')"
+  [[ ${P2P_USERSPACE} != keep ]] ||
+    die "${EX_UNSUPPORTED}" "--no-userspace: an image without NVIDIA's userspace cannot pass the GPU Operator's startup probe (it runs nvidia-smi inside the driver container), and a node that brings its own nvidia-smi is labelled pre-installed by the driver manager, which then disables the driver pod (docs/kubernetes.md, 'Userspace')"
+  container_check_operator "${tag}"
   if [[ -n ${P2P_SIGN_KEY} || -n ${P2P_SIGN_CERT} ]]; then
     [[ -n ${P2P_CTR_PRECOMPILED} ]] ||
       die "${EX_USAGE}" "--sign-key signs modules built now, so with --precompiled only; an image that builds at init signs with a key pair mounted at /run/secrets/nvidia-p2p (docs/kubernetes.md)"
@@ -136,6 +163,22 @@ container_check_args() {
   need_cmd umoci umoci
   need_cmd skopeo skopeo
   need_cmd make make
+}
+
+# container_check_operator TAG: the tag's branch against the validator's
+# minimum of the --operator release (refused, or said loudly with
+# --no-validator-workload).
+container_check_operator() {
+  local branch=${1%%.*}
+  if [[ ${P2P_CTR_NO_WORKLOAD} -eq 1 ]] && ! version_le "${CTR_WORKLOAD_FROM}" "${P2P_CTR_OPERATOR}"; then
+    die "${EX_USAGE}" "--no-validator-workload is for GPU Operator ${CTR_WORKLOAD_FROM} and later (--operator ${P2P_CTR_OPERATOR} validates ${1} as it is)"
+  fi
+  version_le "${CTR_WORKLOAD_FROM}" "${P2P_CTR_OPERATOR}" || return 0
+  [[ ${branch} -lt ${CTR_WORKLOAD_MIN_BRANCH} ]] || return 0
+  if [[ ${P2P_CTR_NO_WORKLOAD} -eq 0 ]]; then
+    die "${EX_UNSUPPORTED}" "driver ${1} (branch ${branch}) cannot pass the validator of GPU Operator ${P2P_CTR_OPERATOR}: from ${CTR_WORKLOAD_FROM} its CUDA workload is built with CUDA 13.2 and needs branch ${CTR_WORKLOAD_MIN_BRANCH} or newer, so the node never becomes ready and an operator-driven upgrade leaves it cordoned. Either use a tag of branch ${CTR_WORKLOAD_MIN_BRANCH}+ (build.sh list), or run an operator release before ${CTR_WORKLOAD_FROM} (--operator VERSION), or turn the workload off in the ClusterPolicy (validator.cuda.env: WITH_WORKLOAD=\"false\") and say so with --no-validator-workload"
+  fi
+  warn "driver ${1} (branch ${branch}) cannot run the CUDA workload of GPU Operator ${P2P_CTR_OPERATOR}'s validator: the ClusterPolicy must set validator.cuda.env WITH_WORKLOAD=\"false\" (--no-validator-workload), or the node never becomes ready"
 }
 
 # container_ref TAG: the image reference the operator asks for.
@@ -293,9 +336,11 @@ container_info() {
   else
     printf 'run_sha256=%s\n' "$(run_expected_sha "${tag}")"
   fi
-  local signed=no
+  local signed=no workload=on
   [[ -z ${P2P_SIGN_CERT} ]] || signed=yes
+  [[ ${P2P_CTR_NO_WORKLOAD} -eq 0 ]] || workload=off
   printf 'series_revision=%s\nsigned=%s\n' "$(series_revision)" "${signed}"
+  printf 'operator=%s\nvalidator_workload=%s\n' "${P2P_CTR_OPERATOR}" "${workload}"
   printf 'built_by=build.sh %s\n' "${P2P_VERSION}"
 }
 
@@ -374,7 +419,7 @@ container_labels() {
   local k v
   while IFS='=' read -r k v; do
     case ${k} in
-    family | os | precompiled | nvlink | upstream_commit | upstream_tree | run_sha256 | signed)
+    family | os | precompiled | nvlink | upstream_commit | upstream_tree | run_sha256 | signed | operator | validator_workload)
       [[ -n ${v} ]] || continue
       printf 'nvidia-p2p.%s=%s\n' "${k//_/-}" "${v}"
       ;;

@@ -33,7 +33,7 @@ exit_code_table() {
     "${EX_OK}" "success" \
     "${EX_FAIL}" "internal or unexpected error" \
     "${EX_USAGE}" "bad command line" \
-    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know" \
+    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know, a tag below the GPU Operator validator's minimum branch (--operator), or --no-userspace" \
     "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
     "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
     "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch (or none pinned to check against)" \

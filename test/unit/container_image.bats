@@ -117,18 +117,44 @@ layer_files() {
   assert_line "deb http://archive.ubuntu.com/ubuntu jammy-backports main universe"
 }
 
-@test "container: --no-userspace leaves the .run out; image.conf says so" {
+@test "container: --no-userspace is refused (exit 3): the operator's probe needs nvidia-smi in the image" {
   container --no-userspace
+  assert_failure 3
+  assert_output --partial "--no-userspace: an image without NVIDIA's userspace cannot pass the GPU Operator's startup probe"
+  assert_output --partial "labelled pre-installed by the driver manager"
+  assert_not_exist "${OUT}"
+}
+
+@test "container: a branch below 580 is refused for GPU Operator 26.7.0 (its validator's CUDA 13.2 workload), before anything runs" {
+  export NVP2P_DATA_DIR="${REPO_ROOT}" # the project's tags
+  run_build container 570.211.01 --out "${OUT}"
+  assert_failure 3
+  assert_output --partial "driver 570.211.01 (branch 570) cannot pass the validator of GPU Operator 26.7.0"
+  assert_output --partial 'validator.cuda.env: WITH_WORKLOAD="false"'
+  assert_not_exist "${OUT}"
+  run_build container 565.57.01 --operator v26.7.1 --out "${OUT}"
+  assert_failure 3
+  # an older operator release, or the workload off (said loudly): on to the build
+  run_build container 570.211.01 --operator 26.3.1 --out "${OUT}" --dry-run
+  refute_output --partial "cannot pass the validator"
+  refute_output --partial "cannot run the CUDA workload"
+  run_build container 570.211.01 --no-validator-workload --out "${OUT}" --dry-run
+  assert_output --partial "cannot run the CUDA workload of GPU Operator 26.7.0's validator: the ClusterPolicy must set validator.cuda.env"
+  # bad input
+  run_build container 570.211.01 --operator 26.3.1 --no-validator-workload --out "${OUT}"
+  assert_failure 2
+  assert_output --partial "--no-validator-workload is for GPU Operator 26.7.0 and later"
+  run_build container 570.211.01 --operator latest
+  assert_failure 2
+  assert_output --partial "--operator takes the GPU Operator's release"
+}
+
+@test "container: image.conf and the labels name the operator release and the validator workload" {
+  container --operator 26.7.0
   assert_success
-  run layer_files "${FIXTURE_TAG}-debian12" 2
-  refute_line --partial "drivers/NVIDIA-Linux"
-  mkdir -p "${BATS_TEST_TMPDIR}/x"
-  tar -xzf "${OUT}/blobs/sha256/$(skopeo inspect "oci:${OUT}:${FIXTURE_TAG}-debian12" | grep -o 'sha256:[0-9a-f]*' | sed -n 3p | cut -d: -f2)" \
-    -C "${BATS_TEST_TMPDIR}/x" usr/share/nvidia-p2p/image.conf
-  run cat "${BATS_TEST_TMPDIR}/x/usr/share/nvidia-p2p/image.conf"
-  assert_line "tag=${FIXTURE_TAG}"
-  assert_line run_sha256=none
-  assert_line precompiled=
+  run skopeo inspect --config "oci:${OUT}:${FIXTURE_TAG}-debian12"
+  assert_output --partial '"nvidia-p2p.operator": "26.7.0"'
+  assert_output --partial '"nvidia-p2p.validator-workload": "on"'
 }
 
 @test "container --precompiled KVER: <branch>-KVER-<os>, the five modules in the image" {
