@@ -540,6 +540,90 @@ kconfig() {
   assert_equal "$(calls 'make|modprobe')" ""
 }
 
+@test "the GPU Operator's own startup probe and preStop (vendored): the probe fails before init and while the daemons are not ready, passes after init; preStop clears" {
+  source "${REPO_ROOT}/ci/gpu-operator.sh"
+  # the probe's one call that needs a GPU
+  stub nvidia-smi - <<<'echo "nvidia-smi: stub"'
+  local st="${CR}/run/nvidia/validations/.driver-daemons-status" ready="${CR}/run/nvidia/validations/.driver-ctr-ready"
+  run op_probe "${CR}" reroot
+  assert_failure 1
+  assert_output --partial "NVIDIA kernel module not loaded"
+  # an init that fails leaves the daemons NotReady: the probe says so even with a module loaded
+  CTR_MAKE_FAIL=1 run ctr init
+  assert_failure 8
+  run cat "${st}"
+  assert_output NotReady
+  loaded_module nvidia
+  run op_probe "${CR}" reroot
+  assert_failure 1
+  assert_output --partial "NVIDIA driver daemons are not ready; Current status: NotReady"
+  assert_not_exist "${ready}"
+  rm -rf "${CR}/sys/module/nvidia"
+  run ctr init
+  assert_success
+  run cat "${st}"
+  assert_output Ready
+  GPU_DIRECT_RDMA_ENABLED=true run op_probe "${CR}" reroot
+  assert_success
+  assert_output --partial "nvidia-smi: stub"
+  run cat "${ready}"
+  assert_output "$(printf 'GDRCOPY_ENABLED: false\nGDS_ENABLED: false\nGPU_DIRECT_RDMA_ENABLED: true')"
+  run op_prestop "${CR}" reroot
+  assert_success
+  assert_not_exist "${ready}"
+  assert_not_exist "${st}"
+}
+
+@test "init: NVSwitches without a fabric manager in the image: exit 3, what init loaded unloaded, the daemons not Ready" {
+  mkdir -p "${CR}/proc/driver/nvidia-nvswitch/devices/0000:05:00.0"
+  run ctr init
+  assert_failure 3
+  assert_output --partial "NVSwitches are present (${CR}/proc/driver/nvidia-nvswitch/devices): their GPUs need NVIDIA's fabric manager of driver ${CTR_TAG}"
+  run loaded
+  assert_output ""
+  run cat "${CR}/run/nvidia/validations/.driver-daemons-status"
+  assert_output NotReady
+}
+
+@test "init: NVSwitches and a fabric manager in the image: started after the load, then Ready" {
+  mkdir -p "${CR}/proc/driver/nvidia-nvswitch/devices/0000:05:00.0"
+  stub nv-fabricmanager
+  run ctr init
+  assert_success
+  assert_output --partial "NVSwitches present: starting nv-fabricmanager"
+  run calls 'modprobe|nvidia-persistenced|nv-fabricmanager'
+  assert_output "$(
+    cat <<EOF
+modprobe nvidia
+modprobe nvidia-uvm
+modprobe nvidia-modeset
+nvidia-persistenced --persistence-mode
+nv-fabricmanager -c ${CR}/usr/share/nvidia/nvswitch/fabricmanager.cfg
+EOF
+  )"
+  run cat "${CR}/run/nvidia/validations/.driver-daemons-status"
+  assert_output Ready
+}
+
+@test "init: the operator's certConfig CAs are installed before the first apt-get; none mounted, none run" {
+  stub update-ca-certificates
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/build"
+  mkdir -p "${CR}/usr/local/share/ca-certificates"
+  printf -- '-----BEGIN CERTIFICATE-----\n' >"${CR}/usr/local/share/ca-certificates/proxy.crt"
+  run ctr init
+  assert_success
+  assert_output --partial "installing the CAs of ${CR}/usr/local/share/ca-certificates (certConfig)"
+  run calls 'update-ca-certificates|apt-get'
+  assert_output "$(printf 'update-ca-certificates\napt-get -q update\napt-get -q -y install --no-install-recommends linux-headers-%s\n' "${CTR_KREL}")"
+  # an empty directory (no certConfig): nothing run
+  rm -f "${CR}/usr/local/share/ca-certificates/proxy.crt"
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/build" "${CR}/run/nvidia" "${CR}/sys/module/nvidia"*
+  : >"${STUB_LOG}"
+  run ctr init
+  assert_success
+  assert_equal "$(calls update-ca-certificates)" ""
+}
+
 @test "init: the build fails: exit 8, nothing installed or loaded" {
   CTR_MAKE_FAIL=1 run ctr init
   assert_failure 8
@@ -864,11 +948,15 @@ STUB
     cat <<EOF
 uname -r
 ${RUN_CALL}
+nvidia-persistenced --persistence-mode
 mountpoint -q -- ${DRV}
 mountpoint -q -- ${CR}/sys
 mount --rbind ${CR} ${DRV}
 EOF
   )"
+  # the daemons started again, as NVIDIA's image does on its fast path
+  run cat "${CR}/run/nvidia/validations/.driver-daemons-status"
+  assert_output Ready
   run cat "${STATE}"
   assert_output abc
   run loaded
