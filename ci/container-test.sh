@@ -5,7 +5,7 @@
 # archive for mmdebstrap and the headers).
 #
 #   ci/container-test.sh --git DIR --cache DIR --work DIR --out DIR --tag TAG
-#                        --kernel KVER --other-kernel KVER2
+#                        --kernel KVER --other-kernel KVER2 --userspace SUITE
 #
 # What it does, one PASS/FAIL line per step (ci/chroot-checks.sh's step):
 # the image built twice from the same inputs (same manifest digest) and
@@ -13,16 +13,26 @@
 # layers); unpacked with umoci; `nvidia-driver init` run in a chroot of it,
 # in a private mount namespace, for KVER: it installs linux-headers-KVER with
 # apt, unpacks the kernel's own modules (drm, which nvidia needs) from
-# linux-image-KVER, builds the five modules, installs the stand-in .run, writes the
+# linux-image-KVER, builds the five modules, installs the userspace, writes the
 # options with a kernelModuleConfig file on top, loads, publishes its root at
-# /run/nvidia/driver and waits; SIGTERM tears it down. Loading is replaced at
+# /run/nvidia/driver and waits. While it waits, NVIDIA's GPU Operator's own
+# checks (ci/gpu-operator.sh): its startup probe script in the chroot (only
+# its nvidia-smi call, the one that needs a GPU, a stub), the driver
+# validator's search for libnvidia-ml.so.1 and nvidia-smi in the published
+# root, and the real nvidia-smi run with that library preloaded, as the
+# validator runs it, up to where it needs the kernel driver (no GPU here:
+# exit 9, "couldn't communicate with the NVIDIA driver"); then the preStop
+# command; SIGTERM tears init down. Loading is replaced at
 # that one boundary: modprobe and rmmod in the image's /usr/local/sbin (first
 # on PATH) record their arguments, resolve the module and its options with
 # the real `modprobe --dry-run` and mark it loaded in the chroot's /sys (the
 # host's /sys is never mounted there). Then bad input: a kernel with no
 # headers (13), another driver loaded and in use (14). Then a precompiled
 # image for KVER: refused on KVER2 (13, nothing loaded), loaded on KVER with
-# no build. NVIDIA's .run is a stand-in (test/fixtures/standin.run.in).
+# no build. The userspace: NVIDIA's .run cannot be downloaded here, so the
+# image carries one made by ci/debian-run.sh from Debian's packages of TAG in
+# SUITE (the real nvidia-smi and libnvidia-ml, laid out as the .run puts
+# them); TAG must be a version Debian has there (bookworm: 535.261.03).
 # Exit: 0 every step passed, 1 a step failed, 2 usage, 77 cannot run here.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -32,7 +42,7 @@ REPO="$(dirname "${CI_DIR}")"
 # shellcheck source=ci/chroot-checks.sh
 source "${CI_DIR}/chroot-checks.sh"
 
-GIT="" CACHE="" WORK="" OUT="" TAG="" KVER="" KVER2=""
+GIT="" CACHE="" WORK="" OUT="" TAG="" KVER="" KVER2="" SUITE=""
 INIT_TIMEOUT=${NVP2P_CTR_INIT_TIMEOUT:-2400}
 
 die() {
@@ -46,6 +56,8 @@ main() {
   parse "$@"
   [[ $(id -u) -eq 0 ]] || die 77 "needs root (chroot, mounts)"
   local t
+  # shellcheck source=ci/gpu-operator.sh
+  source "${CI_DIR}/gpu-operator.sh"
   for t in umoci skopeo mmdebstrap unshare; do
     command -v "${t}" >/dev/null || die 77 "${t} is not installed"
   done
@@ -58,15 +70,19 @@ main() {
   step "inspect: entrypoint, environment, labels, annotations, two layers" inspect_image
   step "unpack: umoci unpack, the module-boundary stubs in /usr/local/sbin" unpack a "${OUT}/a-bundle"
   step "init for ${KVER}: headers from apt, five modules built, userspace, options, loaded, /run/nvidia/driver published" init_runs
+  step "userspace: Debian's nvidia-smi and libnvidia-ml of ${TAG} (${SUITE}) where NVIDIA's .run puts them" userspace_real
+  step "operator: its startup probe passes (its own script; nvidia-smi stubbed), .driver-ctr-ready written" operator_probe
+  step "operator: the driver validator finds libnvidia-ml.so.1 and nvidia-smi in the published root; that nvidia-smi runs with it preloaded up to the driver" operator_validator
   step "modules: five, version ${TAG}, vermagic ${KVER}, where modprobe finds them, drm from the kernel's package" init_modules
   step "options: ours with the kernelModuleConfig files on top" init_options
   step "exports: sources and Module.symvers, NVIDIA's layout linked" init_exports
+  step "operator: its preStop command removes .driver-ctr-ready and .driver-daemons-status" operator_prestop
   step "stop: SIGTERM unloads in order, unpublishes, removes the pid file, exit 0" init_stops
   step "bad input: a kernel without headers exits 13, nothing loaded" no_headers
   step "bad input: another driver loaded and in use exits 14, nothing changed" other_driver
   step "precompiled: built for ${KVER} with its modules in the image" build_image p --precompiled "${KVER}"
   step "precompiled: a node on ${KVER2} is refused (13), nothing loaded" precompiled_refuses
-  step "precompiled: on ${KVER} it loads without building" precompiled_loads
+  step "precompiled: on ${KVER} it loads without building or fetching (the kernel's drm baked in)" precompiled_loads
   steps_passed
 }
 
@@ -81,22 +97,24 @@ parse() {
     --tag) TAG=$2 ;;
     --kernel) KVER=$2 ;;
     --other-kernel) KVER2=$2 ;;
+    --userspace) SUITE=$2 ;;
     *) die 2 "unknown option $1" ;;
     esac
     shift 2
   done
-  [[ -n ${GIT} && -n ${CACHE} && -n ${WORK} && -n ${OUT} && -n ${TAG} && -n ${KVER} && -n ${KVER2} ]] ||
+  [[ -n ${GIT} && -n ${CACHE} && -n ${WORK} && -n ${OUT} && -n ${TAG} && -n ${KVER} && -n ${KVER2} && -n ${SUITE} ]] ||
     die 2 "usage: $(sed -n 7,8p "${BASH_SOURCE[0]}" | tr -d '#')"
 }
 
-# make_data: the repository's data with TAG's .run pin set to the stand-in's.
+# make_data: the repository's data with TAG's .run pin set to the one
+# ci/debian-run.sh makes from Debian's packages.
 make_data() {
   local sha
   DATA="${OUT}/data"
   rm -rf -- "${DATA}"
   mkdir -p -- "${DATA}"
   cp -a -- "${REPO}/series" "${REPO}/patches" "${REPO}/kernels.conf" "${DATA}/"
-  sed "s/@VERSION@/${TAG}/" "${REPO}/test/fixtures/standin.run.in" >"${OUT}/standin.run"
+  "${CI_DIR}/debian-run.sh" "${TAG}" "${SUITE}" "${OUT}/standin.run" || die 1 "no userspace of ${TAG} from Debian's ${SUITE}"
   sha=$(sha256sum "${OUT}/standin.run" | cut -d' ' -f1)
   awk -v t="${TAG}" -v s="${sha}" '$1 == t { $6 = s } { print }' "${REPO}/versions.conf" >"${DATA}/versions.conf"
 }
@@ -212,7 +230,7 @@ init_runs() {
   done
   grep -v '^  CC\|^  LD\|^  MODPOST\|^  CONFTEST' "${OUT}/init.log" | tail -n 30
   cat "${ROOT_A}/stub.log"
-  # the stand-in .run installed its library (userspace)
+  # the .run installed the userspace library
   [[ -e ${ROOT_A}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${TAG} ]] || return 1
   [[ $(grep '^modprobe ' "${ROOT_A}/stub.log" | paste -sd,) == "modprobe nvidia,modprobe nvidia-uvm,modprobe nvidia-modeset" ]] || return 1
   # init's own pid (no pid namespace): the one in its pid file
@@ -278,6 +296,51 @@ init_stops() {
   [[ -z $(ls -A "${ROOT_A}/sys/module") ]] || return 1
 }
 
+userspace_real() {
+  local smi="${ROOT_A}/usr/bin/nvidia-smi" lib="${ROOT_A}/usr/lib/x86_64-linux-gnu"
+  ls -l "${smi}" "${lib}"/libnvidia-ml.so.*
+  [[ $(readlink "${lib}/libnvidia-ml.so.1") == "libnvidia-ml.so.${TAG}" ]] || return 1
+  [[ $(head -c 4 "${smi}" | od -An -c | tr -d ' ') == 177ELF ]] || return 1
+  grep -aq "${TAG}" "${smi}" || return 1
+}
+
+# operator_probe: the probe as the operator runs it (the ConfigMap's script
+# at /usr/local/bin/startup-probe.sh), with init's daemons status.
+operator_probe() {
+  cat >"${ROOT_A}/usr/local/bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+# the startup probe's nvidia-smi: the one call that needs a GPU
+echo "nvidia-smi $*" >>/stub.log
+echo "nvidia-smi: stub (no GPU here)"
+EOF
+  chmod 0755 "${ROOT_A}/usr/local/bin/nvidia-smi"
+  echo "daemons: $(cat "${ROOT_A}/run/nvidia/validations/.driver-daemons-status")"
+  op_probe "${ROOT_A}" chroot || return 1
+  cat "${ROOT_A}/run/nvidia/validations/.driver-ctr-ready"
+  grep -qx 'GPU_DIRECT_RDMA_ENABLED: false' "${ROOT_A}/run/nvidia/validations/.driver-ctr-ready" || return 1
+  rm -f -- "${ROOT_A}/usr/local/bin/nvidia-smi"
+}
+
+# operator_validator: the driver validator's search in the published root,
+# then its run of that nvidia-smi, outside the root, the library preloaded.
+operator_validator() {
+  local out lib smi rc=0
+  out=$(op_validator_driver "${ROOT_A}") || { echo "${out}" && return 1; }
+  echo "${out}"
+  lib=$(sed -n 's/^validator: libnvidia-ml.so.1 -> //p' <<<"${out}")
+  smi=$(sed -n 's/^validator: nvidia-smi -> //p' <<<"${out}")
+  [[ ${lib} == /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${TAG} && ${smi} == /usr/bin/nvidia-smi ]] || return 1
+  out=$(LD_PRELOAD="${ROOT_A}${lib}" "${ROOT_A}${smi}" 2>&1) || rc=$?
+  echo "${out} (exit ${rc})"
+  # no GPU on this machine: NVML loaded and asked the kernel driver
+  [[ ${rc} -eq 0 || (${rc} -eq 9 && ${out} == *"couldn't communicate with the NVIDIA driver"*) ]]
+}
+
+operator_prestop() {
+  op_prestop "${ROOT_A}" chroot || return 1
+  [[ ! -e ${ROOT_A}/run/nvidia/validations/.driver-ctr-ready && ! -e ${ROOT_A}/run/nvidia/validations/.driver-daemons-status ]]
+}
+
 # expect_exit CODE ROOT ENV... -- ARGS: nvidia-driver exits CODE.
 expect_exit() {
   local code=$1 rc=0
@@ -319,7 +382,9 @@ precompiled_loads() {
   in_chroot "${root}" "KERNEL_VERSION=${KVER}" NVP2P_CTR_WAIT=0 -- init >"${OUT}/init-p.log" 2>&1
   cat "${OUT}/init-p.log"
   grep -q 'modules precompiled for' "${OUT}/init-p.log" || return 1
-  ! grep -q 'building the five modules\|linux-headers' "${OUT}/init-p.log" || return 1
+  # no build, no headers, and the kernel's own modules baked in: nothing fetched
+  ! grep -q 'building the five modules\|linux-headers\|apt-get' "${OUT}/init-p.log" || return 1
+  grep -q "insmod /lib/modules/${KVER}/kernel/drivers/gpu/drm/drm.ko" "${root}/stub.log" || return 1
   [[ $(grep '^modprobe ' "${root}/stub.log" | paste -sd,) == "modprobe nvidia,modprobe nvidia-uvm,modprobe nvidia-modeset" ]] || return 1
 }
 

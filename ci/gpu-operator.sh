@@ -47,7 +47,13 @@ op_run() {
 op_probe() {
   local root=$1 mode=${2:-chroot}
   echo "startup-probe.sh (NVIDIA/gpu-operator, test/fixtures/gpu-operator/SOURCE):"
-  op_run "${root}" "${mode}" "$(op_text "${OP_FIXTURES}/startup-probe.sh" "${root}" "${mode}")"
+  if [[ ${mode} == chroot ]]; then
+    # where the operator mounts it (its ConfigMap, 0755), run as its startupProbe does
+    install -D -m 0755 -- "${OP_FIXTURES}/startup-probe.sh" "${root}/usr/local/bin/startup-probe.sh"
+    op_run "${root}" chroot "sh /usr/local/bin/startup-probe.sh"
+  else
+    op_run "${root}" reroot "$(op_text "${OP_FIXTURES}/startup-probe.sh" "${root}" reroot)"
+  fi
 }
 
 op_prestop() {

@@ -322,7 +322,69 @@ container_stage() {
     for m in ${P2P_MODULES}; do
       install -D -m 0644 -- "${P2P_MODULES_DIR}/${m}.ko" "${d}/usr/lib/nvidia-p2p/precompiled/${P2P_CTR_PRECOMPILED}/${m}.ko"
     done
+    ctr_kernel_deps "${P2P_MODULES_DIR}" "$(ctr_kernel_tree "${P2P_CTR_PRECOMPILED}")" "${d}/lib/modules/${P2P_CTR_PRECOMPILED}"
   fi
+}
+
+# ctr_kernel_tree KVER: a directory with kernel KVER's own modules (kernel/,
+# modules.order, modules.builtin*): /lib/modules/KVER when that kernel is
+# installed here, else the distribution's package of it (Debian's
+# linux-image-KVER, Ubuntu's linux-modules-KVER), fetched and verified by apt
+# and unpacked into the work directory.
+ctr_kernel_tree() {
+  local k=$1 dir="${P2P_WORK_DIR}/kernel-${1}" pkg deb src
+  if [[ -d ${P2P_ROOT}/lib/modules/${k}/kernel ]]; then
+    printf '%s\n' "${P2P_ROOT}/lib/modules/${k}"
+    return 0
+  fi
+  for src in "${dir}/x/lib/modules/${k}" "${dir}/x/usr/lib/modules/${k}"; do
+    [[ ! -d ${src}/kernel ]] || { printf '%s\n' "${src}" && return 0; }
+  done
+  rm -rf -- "${dir}"
+  mkdir -p -- "${dir}/x"
+  stage kernel "the own modules of kernel ${k} (drm, ib_core...) for the precompiled image: apt-get download"
+  for pkg in "linux-image-${k}" "linux-modules-${k}"; do
+    (cd "${dir}" && run_logged apt-get -q download "${pkg}") || true
+  done
+  for deb in "${dir}"/*.deb; do
+    [[ -e ${deb} ]] && dpkg-deb -x "${deb}" "${dir}/x"
+  done
+  for src in "${dir}/x/lib/modules/${k}" "${dir}/x/usr/lib/modules/${k}"; do
+    [[ ! -d ${src}/kernel ]] || { printf '%s\n' "${src}" && return 0; }
+  done
+  die "${EX_FETCH}" "kernel ${k}'s own modules (drm for nvidia-drm, ib_core for nvidia-peermem) are neither installed here (${P2P_ROOT}/lib/modules/${k}/kernel) nor in a package apt can download (linux-image-${k}, linux-modules-${k}): the precompiled image needs them to load without network"
+}
+
+# ctr_kernel_deps MODDIR KTREE OUT: the modules of the kernel tree KTREE that
+# ours in MODDIR need (their depends, and those modules' depends), copied to
+# OUT (the image's /lib/modules/KVER) with KTREE's modules.order and
+# modules.builtin*: init then finds them there and fetches nothing.
+ctr_kernel_deps() {
+  local mods=$1 ktree=$2 out=$3 m dep f rel
+  local -a todo=()
+  local -A seen=()
+  for m in "${mods}"/*.ko; do
+    todo+=("${m}")
+  done
+  while [[ ${#todo[@]} -gt 0 ]]; do
+    m=${todo[0]}
+    todo=("${todo[@]:1}")
+    for dep in $(modinfo -F depends "${m}" 2>/dev/null | tr ',' ' '); do
+      dep=${dep//-/_}
+      [[ -z ${seen[${dep}]+x} ]] || continue
+      seen[${dep}]=1
+      [[ ! -e ${mods}/${dep//_/-}.ko && ! -e ${mods}/${dep}.ko ]] || continue
+      f=$(find "${ktree}/kernel" -regextype posix-extended -regex ".*/(${dep}|${dep//_/-})\.ko(\.xz|\.zst|\.gz)?" -print -quit)
+      [[ -n ${f} ]] || die "${EX_FETCH}" "kernel module ${dep}, which ${m##*/} needs, is not in ${ktree}/kernel"
+      rel=${f#"${ktree}/"}
+      install -D -m 0644 -- "${f}" "${out}/${rel}"
+      todo+=("${f}")
+    done
+  done
+  for f in modules.order modules.builtin modules.builtin.modinfo; do
+    [[ ! -r ${ktree}/${f} ]] || install -D -m 0644 -- "${ktree}/${f}" "${out}/${f}"
+  done
+  mkdir -p -- "${out}/kernel"
 }
 
 # container_info TAG: image.conf, what the entrypoint reads (KEY=VALUE).

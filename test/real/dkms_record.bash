@@ -23,7 +23,8 @@ userspace_digest() {
 # container_digest REPO TAG: the same for test/real/container.bats (no
 # chroot: its base is made by build.sh container from lib/'s recipe).
 container_digest() {
-  tree_digest "$1" - "$2" ci/container-test.sh container/nvidia-driver test/fixtures/standin.run.in test/real/container.bats
+  tree_digest "$1" - "$2" ci/container-test.sh ci/gpu-operator.sh ci/debian-run.sh container/nvidia-driver \
+    test/fixtures/gpu-operator test/real/container.bats
 }
 
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,

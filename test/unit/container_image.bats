@@ -170,8 +170,34 @@ layer_files() {
   done
   # what out-of-tree modules link against, from that build
   assert_line "usr/src/nvidia-p2p-${FIXTURE_TAG}/Module.symvers"
+  # the kernel's own module lists (and the modules ours need: none here), so init fetches nothing
+  assert_line "lib/modules/${FIXTURE_KREL}/modules.builtin"
+  assert_line "lib/modules/${FIXTURE_KREL}/kernel/"
   run skopeo inspect --config "oci:${OUT}:${ref}"
   assert_output --partial "\"nvidia-p2p.precompiled\": \"${FIXTURE_KREL}\""
+}
+
+@test "container --precompiled: the kernel's own modules ours depend on are baked in (no network at init), transitively; one missing is exit 5" {
+  fixture_build_stubs
+  local mods="${BATS_TEST_TMPDIR}/mods" k="${BATS_TEST_TMPDIR}/ktree" out="${BATS_TEST_TMPDIR}/out"
+  mkdir -p "${mods}" "${k}/kernel/drivers/gpu/drm" "${k}/kernel/drivers/i2c/algos" "${k}/kernel/drivers/sound"
+  printf 'depends=\n' >"${mods}/nvidia.ko"
+  printf 'depends=nvidia\n' >"${mods}/nvidia-modeset.ko"
+  printf 'depends=drm,drm_kms_helper,nvidia-modeset\n' >"${mods}/nvidia-drm.ko"
+  printf 'depends=\n' >"${k}/kernel/drivers/gpu/drm/drm.ko"
+  printf 'depends=drm,i2c-algo-bit\n' >"${k}/kernel/drivers/gpu/drm/drm_kms_helper.ko"
+  printf 'depends=\n' >"${k}/kernel/drivers/i2c/algos/i2c-algo-bit.ko"
+  printf 'depends=\n' >"${k}/kernel/drivers/sound/snd.ko"
+  printf 'kernel/drivers/gpu/drm/drm.ko\n' >"${k}/modules.order"
+  printf 'kernel/drivers/video/fbdev/core/fb.ko\n' >"${k}/modules.builtin"
+  run bash -c 'source "$1" && ctr_kernel_deps "$2" "$3" "$4" && cd "$4" && find . -type f | LC_ALL=C sort' _ "${BUILD_SH}" "${mods}" "${k}" "${out}"
+  assert_success
+  assert_output "$(printf '%s\n' ./kernel/drivers/gpu/drm/drm.ko ./kernel/drivers/gpu/drm/drm_kms_helper.ko \
+    ./kernel/drivers/i2c/algos/i2c-algo-bit.ko ./modules.builtin ./modules.order)"
+  printf 'depends=ib_core,nvidia\n' >"${mods}/nvidia-peermem.ko"
+  run bash -c 'source "$1" && ctr_kernel_deps "$2" "$3" "$4"' _ "${BUILD_SH}" "${mods}" "${k}" "${out}"
+  assert_failure 5
+  assert_output --partial "kernel module ib_core, which nvidia-peermem.ko needs, is not in ${k}/kernel"
 }
 
 @test "container: bad options are refused before anything is built" {
