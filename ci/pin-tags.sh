@@ -10,6 +10,11 @@
 #   ci/pin-tags.sh check GIT
 #       recompute the pins of every listed tag that GIT holds; exit 1 on any
 #       difference, listing it
+#   ci/pin-tags.sh run-sum TAG SHA256 SOURCE SOURCE...
+#       the .run checksum of a listed tag whose checksum is 'unknown', from
+#       two or more published sources that agree (each SOURCE a URL or a
+#       citation, printed, not stored); one already pinned is kept when it
+#       is the same, and refused (checksum mismatch) when it differs
 #
 # versions.conf is rewritten by renaming a complete file into place.
 set -euo pipefail
@@ -22,7 +27,7 @@ source "${REPO_DIR}/build.sh"
 P2P_PROG="pin-tags.sh"
 
 usage() {
-  sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+  sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 main() {
@@ -32,6 +37,7 @@ main() {
   case ${cmd} in
   add) pin_add "$@" ;;
   check) pin_check "$@" ;;
+  run-sum) pin_run_sum "$@" ;;
   -h | --help) usage ;;
   *) usage >&2 && exit "${EX_USAGE}" ;;
   esac
@@ -83,6 +89,36 @@ pin_add() {
   chmod --reference="${conf}" "${tmp}"
   mv -- "${tmp}" "${conf}"
   printf '%s: %s tags added to family %s\n' "${P2P_PROG}" "${n}" "${family}" >&2
+}
+
+pin_run_sum() {
+  [[ $# -ge 4 ]] || die "${EX_USAGE}" "run-sum needs TAG SHA256 and two or more SOURCEs that published it"
+  local tag=$1 sha=${2,,} conf tmp line
+  [[ ${sha} =~ ${SHA256_RE} ]] || die "${EX_USAGE}" "'$2' is not a sha256 (64 hex digits)"
+  shift 2
+  versions_load
+  [[ -n ${V_FAMILY[${tag}]+x} ]] || die "${EX_UNSUPPORTED}" "tag ${tag} is not in versions.conf"
+  if [[ ${V_RUN_SHA[${tag}]} == "${sha}" ]]; then
+    printf '%s: %s: already pinned to %s\n' "${P2P_PROG}" "${tag}" "${sha}" >&2
+    return 0
+  fi
+  [[ ${V_RUN_SHA[${tag}]} == unknown ]] ||
+    die "${EX_CHECKSUM}" "${tag}: versions.conf pins ${V_RUN_SHA[${tag}]}, not ${sha}: a pinned checksum is not replaced"
+  conf=$(versions_file)
+  mk_temp_file "$(dirname "${conf}")"
+  tmp=${P2P_TMP:?}
+  V_RUN_SHA["${tag}"]=${sha}
+  while IFS= read -r line || [[ -n ${line} ]]; do
+    if [[ ${line%%[[:space:]]*} == "${tag}" ]]; then
+      versions_line "${tag}"
+    else
+      printf '%s\n' "${line}"
+    fi
+  done <"${conf}" >"${tmp}"
+  chmod --reference="${conf}" "${tmp}"
+  mv -- "${tmp}" "${conf}"
+  printf '%s: %s: .run sha256 %s, as published by:\n' "${P2P_PROG}" "${tag}" "${sha}" >&2
+  printf '  %s\n' "$@" >&2
 }
 
 pin_check() {

@@ -373,6 +373,37 @@ STUB
   assert_failure 4
 }
 
+@test "pin-tags.sh run-sum: an unknown .run checksum is pinned from two or more sources; a pinned one is never replaced" {
+  make_fixture
+  local a b conf="${NVP2P_DATA_DIR}/versions.conf"
+  a=$(printf 'a%.0s' {1..64})
+  b=$(printf 'b%.0s' {1..64})
+  sed -i -E "s/^(999\.10\.01 +999 +[0-9a-f]{40} [0-9a-f]{40} [0-9a-f]{40}) [0-9a-f]{64}/\1 unknown/" "${conf}"
+  grep -qE '^999\.10\.01 .* unknown ' "${conf}" || fail "fixture not unknown: $(grep '^999.10.01' "${conf}")"
+  # one source is not enough
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a}" https://one.example/
+  assert_failure 2
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a^^}" https://one.example/ "nix pin sha256-x"
+  assert_success
+  assert_output --partial "999.10.01: .run sha256 ${a}, as published by:"
+  assert_output --partial "  https://one.example/"
+  run grep -cE "^999\.10\.01 .* ${a} https://" "${conf}"
+  assert_output 1
+  # the same again: kept; another: refused (checksum mismatch), the file unchanged
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a}" x y
+  assert_success
+  assert_output --partial "already pinned"
+  cp "${conf}" "${BATS_TEST_TMPDIR}/before"
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${b}" x y
+  assert_failure 6
+  assert_output --partial "a pinned checksum is not replaced"
+  cmp "${conf}" "${BATS_TEST_TMPDIR}/before"
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.99.99 "${a}" x y
+  assert_failure 3
+  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 abc x y
+  assert_failure 2
+}
+
 @test "record-tested.sh: PASS adds, FAIL removes, SKIP keeps; a full build implies compile; order fixed" {
   make_fixture
   sed -i 's/ apply$/ apply,bisect/' "${NVP2P_DATA_DIR}/versions.conf"
