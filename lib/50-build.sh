@@ -188,6 +188,11 @@ kernel_cc() {
   local text="" cc
   if [[ -r $1/.config ]]; then
     text=$(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="([^" ]+).*/\1/p' "$1/.config" | head -n 1)
+    # A clang-built kernel (CachyOS's, for one) takes modules built with its
+    # clang and LLVM=1 only; gcc's do not load into it
+    if grep -q '^CONFIG_CC_IS_CLANG=y' "$1/.config"; then
+      die "${EX_KERNEL}" "kernel ${P2P_KREL} was built with clang ($(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="(.*)"$/\1/p' "$1/.config" | head -n 1)): its modules must be built with that clang and LLVM=1, which build.sh does not do yet (modules built with gcc do not load into it); nothing was built"
+    fi
   fi
   if [[ -n ${text} && -n ${CC:-} && ${CC} != "${text}" ]]; then
     warn "CC=${CC}, but kernel ${P2P_KREL} was built with ${text}"

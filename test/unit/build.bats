@@ -222,6 +222,16 @@ kernel_config() {
   assert_output --partial "CC=gcc"
 }
 
+@test "a kernel built with clang (CONFIG_CC_IS_CLANG): refused (13) before anything is compiled, naming its clang" {
+  kernel_config "${FIXTURE_KREL}" "clang version 20.1.8"
+  printf 'CONFIG_CC_IS_CLANG=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 13
+  assert_output --partial "kernel ${FIXTURE_KREL} was built with clang (clang version 20.1.8): its modules must be built with that clang and LLVM=1, which build.sh does not do yet"
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+}
+
 @test "the kernel-independent objects of another kernel's build are reused only with the same compiler" {
   local other=6.1.0-98-test
   fixture_kernel "${ROOT}" "${other}"
