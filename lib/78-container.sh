@@ -322,7 +322,9 @@ container_stage() {
     for m in ${P2P_MODULES}; do
       install -D -m 0644 -- "${P2P_MODULES_DIR}/${m}.ko" "${d}/usr/lib/nvidia-p2p/precompiled/${P2P_CTR_PRECOMPILED}/${m}.ko"
     done
-    ctr_kernel_deps "${P2P_MODULES_DIR}" "$(ctr_kernel_tree "${P2P_CTR_PRECOMPILED}")" "${d}/lib/modules/${P2P_CTR_PRECOMPILED}"
+    # under usr/: the base is merged-/usr (/lib -> usr/lib), and a lib/ of
+    # this layer would replace that link
+    ctr_kernel_deps "${P2P_MODULES_DIR}" "$(ctr_kernel_tree "${P2P_CTR_PRECOMPILED}")" "${d}/usr/lib/modules/${P2P_CTR_PRECOMPILED}"
   fi
 }
 

@@ -171,8 +171,10 @@ layer_files() {
   # what out-of-tree modules link against, from that build
   assert_line "usr/src/nvidia-p2p-${FIXTURE_TAG}/Module.symvers"
   # the kernel's own module lists (and the modules ours need: none here), so init fetches nothing
-  assert_line "lib/modules/${FIXTURE_KREL}/modules.builtin"
-  assert_line "lib/modules/${FIXTURE_KREL}/kernel/"
+  assert_line "usr/lib/modules/${FIXTURE_KREL}/modules.builtin"
+  assert_line "usr/lib/modules/${FIXTURE_KREL}/kernel/"
+  # nothing at the top beside usr/ and drivers/: the base's merged-/usr links (/lib -> usr/lib) stay
+  refute_line --regexp '^(lib|lib64|bin|sbin)(/|$)'
   run skopeo inspect --config "oci:${OUT}:${ref}"
   assert_output --partial "\"nvidia-p2p.precompiled\": \"${FIXTURE_KREL}\""
 }
