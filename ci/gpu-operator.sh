@@ -58,8 +58,8 @@ op_probe() {
 
 op_prestop() {
   local root=$1 mode=${2:-chroot}
-  echo "preStop: $(cat "${OP_FIXTURES}/prestop.sh")"
-  op_run "${root}" "${mode}" "$(op_text "${OP_FIXTURES}/prestop.sh" "${root}" "${mode}")"
+  echo "preStop: $(cat "${OP_FIXTURES}/prestop.cmd")"
+  op_run "${root}" "${mode}" "$(op_text "${OP_FIXTURES}/prestop.cmd" "${root}" "${mode}")"
 }
 
 # op_find ROOT NAME DIR...: the first DIR/NAME under ROOT that resolves (its

@@ -513,7 +513,9 @@ kconfig() {
 }
 
 @test "init: the image's gcc of the kernel's major is used when no gcc-<major> exists" {
-  stub gcc - <<<'[[ $1 == -dumpversion ]] && echo 78'
+  stub gcc - <<'STUB'
+[[ $1 == -dumpversion ]] && echo 78
+STUB
   kconfig "x86_64-linux-gnu-gcc-78 (Ubuntu 78.3.0-1ubuntu1~22.04) 78.3.0"
   run ctr init
   assert_success
@@ -521,7 +523,9 @@ kconfig() {
 }
 
 @test "init: a kernel built with another gcc major than the image has: exit 8 before building, naming both" {
-  stub gcc - <<<'[[ $1 == -dumpversion ]] && echo 11'
+  stub gcc - <<'STUB'
+[[ $1 == -dumpversion ]] && echo 11
+STUB
   kconfig "x86_64-linux-gnu-gcc-79 (Ubuntu 79.3.0-1ubuntu1~22.04) 79.3.0"
   run ctr init
   assert_failure 8
