@@ -424,6 +424,17 @@ void dr_unify(dr_model *m)
                 m->gpus[g].cuda_renumbered = m->gpus[h].cuda_renumbered = 1;
 }
 
+/* add_label LIST CAP LABEL: "a, b" lists of GPU or pair labels for notes;
+ * ", ..." once when the next one does not fit. */
+static void add_label(char *list, size_t cap, const char *label)
+{
+    size_t l = strlen(list);
+    if (l + strlen(label) + 8 < cap)
+        snprintf(list + l, cap - l, "%s%s", l ? ", " : "", label);
+    else if (l + 5 < cap && (l < 3 || strcmp(list + l - 3, "...") != 0))
+        snprintf(list + l, cap - l, ", ...");
+}
+
 /* GPU of an index in a namespace; the other numbering is tried (assumed). */
 static int map_index(dr_model *m, int ns, int idx)
 {
@@ -1507,14 +1518,11 @@ static int pair_measured(ctx *c, int a, int b)
  * judge it. */
 static void node_unmeasured(ctx *c, int a, int b)
 {
-    char la[48], lb[48];
-    size_t l = strlen(c->node_unmeasured);
+    char la[48], lb[48], pair[48];
     dr_gpu_label(c->m, a, la, sizeof la);
     dr_gpu_label(c->m, b, lb, sizeof lb);
-    if (l + 48 < sizeof c->node_unmeasured)
-        snprintf(c->node_unmeasured + l, sizeof c->node_unmeasured - l, "%s%.20s-%.20s", l ? ", " : "", la, lb);
-    else if (l + 5 < sizeof c->node_unmeasured && strcmp(c->node_unmeasured + l - 3, "...") != 0)
-        snprintf(c->node_unmeasured + l, sizeof c->node_unmeasured - l, ", ...");
+    snprintf(pair, sizeof pair, "%.20s-%.20s", la, lb);
+    add_label(c->node_unmeasured, sizeof c->node_unmeasured, pair);
 }
 
 static void rule_topology(ctx *c)
@@ -2956,26 +2964,19 @@ static void check_counts(ctx *c)
                    "out; plain nvidia-smi lists both",
                 m->smi_unplaced_files, m->smi_unplaced, known);
     }
-    char assumed[200] = "";
+    char assumed[200] = "", renum[200] = "";
     for (int g = 0; g < m->ngpus; g++) {
         char lab[48];
-        size_t l = strlen(assumed);
         dr_gpu_label(m, g, lab, sizeof lab);
-        if (m->gpus[g].assumed_index && l + 52 < sizeof assumed)
-            snprintf(assumed + l, sizeof assumed - l, "%s%s", l ? ", " : "", lab);
+        if (m->gpus[g].assumed_index)
+            add_label(assumed, sizeof assumed, lab);
+        if (m->gpus[g].cuda_renumbered)
+            add_label(renum, sizeof renum, lab);
     }
     if (assumed[0])
         dr_note(m, "GPU numbers of nvidia-smi and of CUDA were taken as equal for %s (CUDA_DEVICE_ORDER=PCI_BUS_ID "
                    "makes them so)",
                 assumed);
-    char renum[200] = "";
-    for (int g = 0; g < m->ngpus; g++) {
-        char lab[48];
-        size_t l = strlen(renum);
-        dr_gpu_label(m, g, lab, sizeof lab);
-        if (m->gpus[g].cuda_renumbered && l + 52 < sizeof renum)
-            snprintf(renum + l, sizeof renum - l, "%s%s", l ? ", " : "", lab);
-    }
     if (renum[0] && !subsets[0])
         dr_note(m, "CUDA device numbers differ between outputs for %s (runs with CUDA_VISIBLE_DEVICES): the device "
                    "numbers of each output are matched to GPUs by its own device list (bus addresses)",
