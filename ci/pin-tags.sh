@@ -93,7 +93,7 @@ pin_add() {
 
 pin_run_sum() {
   [[ $# -ge 4 ]] || die "${EX_USAGE}" "run-sum needs TAG SHA256 and two or more SOURCEs that published it"
-  local tag=$1 sha=${2,,} conf tmp line
+  local tag=$1 sha=${2,,} conf tmp
   [[ ${sha} =~ ${SHA256_RE} ]] || die "${EX_USAGE}" "'$2' is not a sha256 (64 hex digits)"
   shift 2
   versions_load
@@ -108,13 +108,7 @@ pin_run_sum() {
   mk_temp_file "$(dirname "${conf}")"
   tmp=${P2P_TMP:?}
   V_RUN_SHA["${tag}"]=${sha}
-  while IFS= read -r line || [[ -n ${line} ]]; do
-    if [[ ${line%%[[:space:]]*} == "${tag}" ]]; then
-      versions_line "${tag}"
-    else
-      printf '%s\n' "${line}"
-    fi
-  done <"${conf}" >"${tmp}"
+  versions_relined "${tag}" <"${conf}" >"${tmp}"
   chmod --reference="${conf}" "${tmp}"
   mv -- "${tmp}" "${conf}"
   printf '%s: %s: .run sha256 %s, as published by:\n' "${P2P_PROG}" "${tag}" "${sha}" >&2

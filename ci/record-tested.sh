@@ -74,14 +74,7 @@ main() {
   conf=$(versions_file)
   mk_temp_file "$(dirname "${conf}")"
   tmp=${P2P_TMP:?}
-  while IFS= read -r line || [[ -n ${line} ]]; do
-    tag=${line%%[[:space:]]*}
-    if [[ -n ${tag} && ${tag} != \#* && -n ${V_FAMILY[${tag}]+x} ]]; then
-      versions_line "${tag}"
-    else
-      printf '%s\n' "${line}"
-    fi
-  done <"${conf}" >"${tmp}"
+  versions_relined "${V_TAGS[@]}" <"${conf}" >"${tmp}"
   chmod --reference="${conf}" "${tmp}"
   mv -- "${tmp}" "${conf}"
   printf '%s: tested column changed for %s tags\n' "${P2P_PROG}" "${changed}" >&2

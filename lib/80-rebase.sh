@@ -521,6 +521,22 @@ versions_line() {
     "${V_TREE[${t}]}" "${V_CORE[${t}]}" "${V_RUN_SHA[${t}]}" "${V_RUN_URL[${t}]}" "${V_TESTED[${t}]}"
 }
 
+# versions_relined TAG...: versions.conf from stdin with the TAGs' lines
+# written again from V_*, the rest (comments, other tags) as it was.
+versions_relined() {
+  local line tag
+  local -A only=()
+  for tag in "$@"; do only[${tag}]=1; done
+  while IFS= read -r line || [[ -n ${line} ]]; do
+    tag=${line%%[[:space:]]*}
+    if [[ -n ${tag} && -n ${only[${tag}]+x} && -n ${V_FAMILY[${tag}]+x} ]]; then
+      versions_line "${tag}"
+    else
+      printf '%s\n' "${line}"
+    fi
+  done
+}
+
 # regenerate_workflow: the hosted CI workflow is generated from versions.conf.
 regenerate_workflow() {
   local gen="${P2P_DATA_DIR}/ci/gen-workflow.sh"
