@@ -628,6 +628,55 @@ EOF
   assert_equal "$(calls update-ca-certificates)" ""
 }
 
+@test "init: nv-fabricmanager fails to start: exit 9, what init loaded unloaded, the daemons not Ready" {
+  mkdir -p "${CR}/proc/driver/nvidia-nvswitch/devices/0000:05:00.0"
+  stub nv-fabricmanager - <<<'exit 1'
+  run ctr init
+  assert_failure 9
+  assert_output --partial "nv-fabricmanager did not start"
+  run loaded
+  assert_output ""
+  run cat "${CR}/run/nvidia/validations/.driver-daemons-status"
+  assert_output NotReady
+}
+
+@test "init: update-ca-certificates fails on the certConfig CAs: exit 13 before apt-get, nothing built" {
+  stub update-ca-certificates - <<<'exit 1'
+  rm -rf "${CR}/lib/modules/${CTR_KREL}/build"
+  mkdir -p "${CR}/usr/local/share/ca-certificates"
+  printf 'x\n' >"${CR}/usr/local/share/ca-certificates/bad.crt"
+  run ctr init
+  assert_failure 13
+  assert_output --partial "update-ca-certificates failed on ${CR}/usr/local/share/ca-certificates"
+  assert_equal "$(calls 'apt-get|make|modprobe')" ""
+}
+
+@test "the GPU Operator's driver validator search: a missing library, a missing nvidia-smi, an absolute link (outside the driver root as the validator sees it) all fail" {
+  source "${REPO_ROOT}/ci/gpu-operator.sh"
+  local r="${BATS_TEST_TMPDIR}/drv" lib="${BATS_TEST_TMPDIR}/drv/usr/lib/x86_64-linux-gnu"
+  mkdir -p "${lib}" "${r}/usr/bin" "${r}/usr/lib/nvidia/current"
+  run op_validator_driver "${r}"
+  assert_failure 1
+  assert_output --partial "validator: libnvidia-ml.so.1 in none of"
+  : >"${lib}/libnvidia-ml.so.999.10.01"
+  ln -s libnvidia-ml.so.999.10.01 "${lib}/libnvidia-ml.so.1"
+  run op_validator_driver "${r}"
+  assert_failure 1
+  assert_output --partial "validator: nvidia-smi in none of"
+  printf '#!/bin/sh\n' >"${r}/usr/lib/nvidia/current/nvidia-smi"
+  chmod +x "${r}/usr/lib/nvidia/current/nvidia-smi"
+  # Debian's alternatives style: an absolute link resolves outside the driver root
+  ln -s /usr/lib/nvidia/current/nvidia-smi "${r}/usr/bin/nvidia-smi"
+  run op_validator_driver "${r}"
+  assert_failure 1
+  rm "${r}/usr/bin/nvidia-smi"
+  ln -s ../lib/nvidia/current/nvidia-smi "${r}/usr/bin/nvidia-smi"
+  run op_validator_driver "${r}"
+  assert_success
+  assert_line "validator: libnvidia-ml.so.1 -> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.999.10.01"
+  assert_line "validator: nvidia-smi -> /usr/lib/nvidia/current/nvidia-smi"
+}
+
 @test "init: the build fails: exit 8, nothing installed or loaded" {
   CTR_MAKE_FAIL=1 run ctr init
   assert_failure 8

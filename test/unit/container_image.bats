@@ -202,6 +202,25 @@ layer_files() {
   assert_output --partial "kernel module ib_core, which nvidia-peermem.ko needs, is not in ${k}/kernel"
 }
 
+@test "container --precompiled: a kernel whose own modules are neither installed nor downloadable: exit 5, saying which" {
+  stub apt-get - <<<'exit 100'
+  run bash -c 'source "$1"; P2P_ROOT=$2 P2P_WORK_DIR=$3; stage() { :; }; run_logged() { "$@"; }; ctr_kernel_tree 6.1.0-99-none' _ \
+    "${BUILD_SH}" "${BATS_TEST_TMPDIR}/root" "${BATS_TEST_TMPDIR}/work"
+  assert_failure 5
+  assert_output --partial "kernel 6.1.0-99-none's own modules (drm for nvidia-drm, ib_core for nvidia-peermem) are neither installed here"
+}
+
+@test "ci/debian-run.sh: bad usage is exit 2, before apt runs" {
+  run "${REPO_ROOT}/ci/debian-run.sh" 535.261.03 bookworm
+  assert_failure 2
+  run "${REPO_ROOT}/ci/debian-run.sh" 'x;y' bookworm "${BATS_TEST_TMPDIR}/o.run"
+  assert_failure 2
+  assert_output --partial "is not a driver version"
+  run "${REPO_ROOT}/ci/debian-run.sh" 535.261.03 'book worm' "${BATS_TEST_TMPDIR}/o.run"
+  assert_failure 2
+  assert_not_exist "${BATS_TEST_TMPDIR}/o.run"
+}
+
 @test "container: bad options are refused before anything is built" {
   container --os plan9
   assert_failure 3
