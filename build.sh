@@ -32,6 +32,12 @@ source "${P2P_LIB_DIR}/65-dkms.sh"
 source "${P2P_LIB_DIR}/66-sign.sh"
 # shellcheck source=lib/70-userspace.sh
 source "${P2P_LIB_DIR}/70-userspace.sh"
+# shellcheck source=lib/72-pkgsrc.sh
+source "${P2P_LIB_DIR}/72-pkgsrc.sh"
+# shellcheck source=lib/73-arch.sh
+source "${P2P_LIB_DIR}/73-arch.sh"
+# shellcheck source=lib/74-rpm.sh
+source "${P2P_LIB_DIR}/74-rpm.sh"
 # shellcheck source=lib/75-package.sh
 source "${P2P_LIB_DIR}/75-package.sh"
 # shellcheck source=lib/77-repo.sh
@@ -219,7 +225,8 @@ set_opt_value() {
     P2P_CTR_MIRROR=${2%/}
     ;;
   --revision)
-    [[ $2 =~ ^[0-9][A-Za-z0-9.+~]*$ ]] || die "${EX_USAGE}" "--revision '$2' is not a Debian revision (digits first, then letters, digits, . + ~)"
+    # each format's own syntax: package_check_args
+    [[ $2 =~ ^[A-Za-z0-9][A-Za-z0-9.+~_]*$ ]] || die "${EX_USAGE}" "--revision '$2' is not a package revision (letters, digits, . + ~ _)"
     P2P_REVISION=$2
     ;;
   --run) P2P_RUN_FILE=$(abs_path "$2") ;;

@@ -326,12 +326,13 @@ write_modprobe_conf() {
   modprobe_conf_text "${tag}" >"${conf}"
 }
 
-# modprobe_conf_text TAG [--no-install|--container]: the options file's text, with the
+# modprobe_conf_text TAG [--no-install [REGEN]|--container]: the options file's text, with the
 # NVLink mode (nvlink_mode) applied to the options line, then the install
 # lines (modprobe_install_lines). --no-install leaves them out (`package`
 # ships the options in /usr/lib/modprobe.d/nvidia-p2p.conf and the install
 # lines in a file of their own, neither a conffile: apt remove takes both
-# away) and says how to change the package's options; --container leaves
+# away) and says how to change the package's options (REGEN: the command
+# that rebuilds the initramfs, default update-initramfs -u); --container leaves
 # them out too and says what the image's entrypoint does with the options.
 modprobe_conf_text() {
   local tag=$1 src mode keep text
@@ -349,12 +350,12 @@ modprobe_conf_text() {
     printf '# Operator'"'"'s kernelModuleConfig files on top, to\n'
     printf '# /etc/modprobe.d/nvidia-p2p.conf (docs/kubernetes.md, "Which options win").\n'
   elif [[ ${2:-} == --no-install ]]; then
-    # shellcheck disable=SC2153 # PKG_NAME: lib/75-package.sh
+    # shellcheck disable=SC2153 # PKG_NAME: lib/72-pkgsrc.sh
     printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${PKG_NAME}"
     printf '# change the options (to switch P2P off without rebuilding: comment\n'
     printf '# out the options line(s)), copy this file to /etc/modprobe.d/ and edit\n'
     printf '# the copy: it overrides this file as a whole. It stays when the package\n'
-    printf '# is removed: delete it first. Then update-initramfs -u and reboot; see\n'
+    printf '# is removed: delete it first. Then %s and reboot; see\n' "${3:-update-initramfs -u}"
     printf '# docs/how-it-works.md, "Switching P2P off".\n'
   else
     printf '# Comment out the options line(s) and reboot to switch P2P off without\n'

@@ -22,7 +22,6 @@
 # (nv-kernel.o_binary). Built with dpkg-deb alone, so any Debian or Ubuntu
 # machine can make it.
 
-readonly PKG_NAME="nvidia-p2p-dkms"
 # The install lines of modprobe_install_lines, in a file that is not a
 # conffile (deb_tree). Its name sorts before Debian's nvidia.conf
 # (LC_ALL=C: '-' before '.'), as kmod orders the files of /etc, /run and
@@ -45,51 +44,77 @@ readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-
 
 help_package() {
   cat <<'EOF'
-Usage: build.sh package <tag> [--format deb] [--revision N] [--out DIR] [--source PATH]
-                              [--no-ccache] [--nvlink keep|off]
+Usage: build.sh package <tag> [--format deb|arch|rpm] [--revision N] [--out DIR]
+                              [--source PATH] [--no-ccache] [--nvlink keep|off]
 
-Build a Debian package nvidia-p2p-dkms_<tag>-<N>_amd64.deb of driver <tag>
-with PCIe P2P, for `apt install ./nvidia-p2p-dkms_<tag>-<N>_amd64.deb` on any
-number of machines: fetch and verify the source, patch, build the two
-kernel-independent objects (no kernel headers needed), then package them
-with kernel-open, a dkms.conf, the P2P module options
-(/usr/lib/modprobe.d/nvidia-p2p.conf), the install lines that make modprobe
-load these modules (/usr/lib/modprobe.d/nvidia-p2p-load.conf) and the depmod
-override (the conffile /etc/depmod.d/nvidia-p2p.conf). `apt remove` takes
-the modules and both modprobe.d files away, so no P2P option is left for the
-distribution's module. To change the options (e.g. switch P2P off without a
-rebuild): copy /usr/lib/modprobe.d/nvidia-p2p.conf to /etc/modprobe.d/ and
-edit the copy (it overrides the package's file, and stays yours: delete it
-before you remove the package), then update-initramfs -u and reboot. An
-upgrade from a package built before this layout removes its conffile
-/etc/modprobe.d/nvidia-p2p.conf (changed by you: kept as .dpkg-bak, which
-modprobe does not read). On each machine apt hands the build to DKMS:
-modules for every installed kernel with headers now, and for every new
-kernel later, signed with DKMS's key.
-Runs as a normal user. Prints the package's path on stdout.
+Build a package of the DKMS source of driver <tag> with PCIe P2P, for the
+package manager of your distribution, to install on any number of machines.
+Runs as a normal user (--format arch: must). Prints the package's path on
+stdout (arch and rpm: then the recipe's). The userspace driver is not in it:
+your distribution's packages of exactly <tag>, or NVIDIA's .run of <tag>
+with --no-kernel-modules; `build.sh preflight` reports a mismatch.
+docs/install.md has a section per distribution.
 
-The package conflicts with the distributions' NVIDIA kernel module packages
-(nvidia-kernel-dkms, nvidia-open-kernel-dkms, Ubuntu's nvidia-dkms-*) and
-provides nvidia-kernel-<tag> / nvidia-open-kernel-<tag>, so Debian's driver
-packages of <tag> (nvidia-driver, nvidia-tesla-535-driver) take it for their
-kernel modules; it recommends the GSP firmware package of <tag>
+--format deb (the default): nvidia-p2p-dkms_<tag>-<N>_amd64.deb for Debian
+and Ubuntu, `apt install ./nvidia-p2p-dkms_<tag>-<N>_amd64.deb`: fetch and
+verify the source, patch, build the two kernel-independent objects (no kernel
+headers needed), then package them with kernel-open, a dkms.conf, the P2P
+module options (/usr/lib/modprobe.d/nvidia-p2p.conf), the install lines that
+make modprobe load these modules (/usr/lib/modprobe.d/nvidia-p2p-load.conf)
+and the depmod override (the conffile /etc/depmod.d/nvidia-p2p.conf). `apt
+remove` takes the modules and both modprobe.d files away, so no P2P option is
+left for the distribution's module. To change the options (e.g. switch P2P
+off without a rebuild): copy /usr/lib/modprobe.d/nvidia-p2p.conf to
+/etc/modprobe.d/ and edit the copy (it overrides the package's file, and
+stays yours: delete it before you remove the package), then
+update-initramfs -u and reboot. An upgrade from a package built before this
+layout removes its conffile /etc/modprobe.d/nvidia-p2p.conf (changed by you:
+kept as .dpkg-bak, which modprobe does not read). On each machine apt hands
+the build to DKMS: modules for every installed kernel with headers now, and
+for every new kernel later, signed with DKMS's key. The package conflicts
+with the distributions' NVIDIA kernel module packages (nvidia-kernel-dkms,
+nvidia-open-kernel-dkms, Ubuntu's nvidia-dkms-*) and provides
+nvidia-kernel-<tag> / nvidia-open-kernel-<tag>, so Debian's driver packages
+of <tag> (nvidia-driver, nvidia-tesla-535-driver) take it for their kernel
+modules; it recommends the GSP firmware package of <tag>
 (firmware-nvidia-gsp-<tag>, Ubuntu's nvidia-firmware-<branch>-<tag>), and
 keeps what the distribution's kernel module package kept (its support
-package, the driver) from apt-get autoremove without installing them. The
-userspace driver is not in it: your distribution's packages of exactly <tag>,
-or NVIDIA's .run of <tag> with --no-kernel-modules; `build.sh preflight`
-reports a mismatch.
+package, the driver) from apt-get autoremove without installing them.
 
-  --format deb     the package format (deb is the only one)
-  --revision N     Debian revision (default 1): <tag>-N
-  --out DIR        where to write the package (default: the current directory)
+--format arch: for Arch Linux and CachyOS, the directory
+nvidia-p2p-dkms-<tag>-<N>-arch/ (a PKGBUILD and its sources: NVIDIA's
+tarball of <tag> made from the verified source, the family's patches, the
+module options and depmod files) and the package makepkg builds from it,
+nvidia-p2p-dkms-<tag>-<N>-x86_64.pkg.tar.zst (`pacman -U` it). The PKGBUILD
+checks the source's git tree id against the pin before it patches, applies
+the series at fuzz 0 and builds the objects, as build.sh does. The package
+provides NVIDIA-MODULE and nvidia-open-dkms=<tag>, conflicts with
+nvidia-open-dkms and the other module packages, and depends on dkms and
+nvidia-utils=<tag>. Needs makepkg, zstd, git, binutils, make and a C
+compiler; makepkg refuses to run as root.
+
+--format rpm: for Fedora and RHEL, nvidia-p2p-dkms-<tag>-<N>.src.rpm (a
+spec and its sources, as above) and the binary RPM rpmbuild makes from it,
+nvidia-p2p-dkms-<tag>-<N>.x86_64.rpm (`dnf install ./...rpm`). It provides
+nvidia-kmod = 3:<tag>, which the userspace packages of negativo17, NVIDIA's
+repositories and RPM Fusion require, conflicts with their kernel module
+packages (akmod-nvidia, kmod-nvidia*, dkms-nvidia*), and its %post has DKMS
+build the modules for every kernel with headers. Needs rpmbuild, git,
+binutils, make, xz and a C compiler.
+
+  --format FORMAT  deb (default), arch or rpm
+  --revision N     the package's revision (default 1): <tag>-N. deb: digits
+                   first, then letters, digits, . + ~; arch: digits, one
+                   optional .digits; rpm: letters, digits, . + ~ _
+  --out DIR        where to write (default: the current directory)
   --source PATH    the upstream source, as for fetch
-  --no-ccache      do not use ccache
+  --no-ccache      do not use ccache (deb)
   --nvlink MODE    keep: NVLink for GPU pairs joined by a bridge, BAR1 P2P for
                    the others (the default); off: BAR1 P2P for every pair. It
                    goes into /usr/lib/modprobe.d/nvidia-p2p.conf (to change
                    it: a copy in /etc/modprobe.d, as above).
-  Maintainer field: $DEBFULLNAME <$DEBEMAIL> when set (Debian's convention).
+  Maintainer (deb) and packager (arch, rpm): $DEBFULLNAME <$DEBEMAIL> when
+  set (Debian's convention).
 EOF
 }
 
@@ -100,12 +125,48 @@ cmd_package() {
   local tag=""
   parse_stage_args package tag "$@"
   require_tag "${tag}"
-  [[ ${P2P_FORMAT} == deb ]] || die "${EX_USAGE}" "--format ${P2P_FORMAT}: only 'deb' is supported"
-  need_cmd dpkg-deb dpkg
-  need_cmd make make
-  package_build "${tag}"
-  stage finished "${P2P_DEB}"
-  printf '%s\n' "${P2P_DEB}"
+  package_check_args
+  case ${P2P_FORMAT} in
+  deb)
+    need_cmd dpkg-deb dpkg
+    need_cmd make make
+    package_build "${tag}"
+    stage finished "${P2P_DEB}"
+    printf '%s\n' "${P2P_DEB}"
+    ;;
+  arch)
+    arch_preflight
+    arch_userspace_check "${tag}"
+    arch_package "${tag}"
+    stage finished "${PKG_NAME} ${tag}-${P2P_REVISION} for Arch"
+    ;;
+  rpm)
+    rpm_preflight
+    rpm_userspace_check "${tag}"
+    rpm_package "${tag}"
+    stage finished "${PKG_NAME} ${tag}-${P2P_REVISION} RPM"
+    ;;
+  esac
+}
+
+# package_check_args: --format and --revision (its syntax is the format's),
+# before anything is fetched or written.
+package_check_args() {
+  case ${P2P_FORMAT} in
+  deb)
+    [[ ${P2P_REVISION} =~ ^[0-9][A-Za-z0-9.+~]*$ ]] ||
+      die "${EX_USAGE}" "--revision '${P2P_REVISION}' is not a Debian revision (digits first, then letters, digits, . + ~)"
+    ;;
+  arch)
+    [[ ${P2P_REVISION} =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+      die "${EX_USAGE}" "--revision '${P2P_REVISION}' is not an Arch pkgrel (digits, one optional .digits)"
+    ;;
+  rpm)
+    [[ ${P2P_REVISION} =~ ^[A-Za-z0-9._+~]+$ ]] ||
+      die "${EX_USAGE}" "--revision '${P2P_REVISION}' is not an RPM release (letters, digits, . + ~ _)"
+    ;;
+  *) die "${EX_USAGE}" "--format ${P2P_FORMAT}: not a package format (deb, arch or rpm)" ;;
+  esac
 }
 
 # package_build TAG [OUT]: fetch and verify, patch, the kernel-independent
@@ -264,17 +325,6 @@ deb_modprobe_load_text() {
   modprobe_install_lines
 }
 
-# deb_maintainer: the Maintainer field: $DEBFULLNAME <$DEBEMAIL> (Debian's
-# convention) when set, else a placeholder in the reserved .invalid domain:
-# the package is a local build that no one maintains in an archive.
-deb_maintainer() {
-  if [[ -n ${DEBEMAIL:-} ]]; then
-    printf '%s <%s>\n' "${DEBFULLNAME:-${DEBEMAIL%%@*}}" "${DEBEMAIL}"
-  else
-    printf 'nvidia-p2p local build <nvidia-p2p@local-build.invalid>\n'
-  fi
-}
-
 # deb_control TAG DIR: DEBIAN/control. Conflicts with the distributions'
 # NVIDIA kernel module packages (PKG_CONFLICTS), Provides the virtual
 # packages Debian's userspace packages of the same version depend on
@@ -340,7 +390,7 @@ deb_control() {
 Package: ${PKG_NAME}
 Version: $(deb_version "${tag}")
 Architecture: amd64
-Maintainer: $(deb_maintainer)
+Maintainer: $(pkg_maintainer)
 Installed-Size: ${size}
 Depends: dkms (>= ${DKMS_MIN_VERSION})
 Recommends: $(deb_recommends "${tag}")
@@ -533,7 +583,7 @@ ${PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
     source of ${tag} and patch family ${V_FAMILY[${tag}]}.
   * Upstream tree ${V_TREE[${tag}]}.
 
- -- $(deb_maintainer)  $(LC_ALL=C date -u -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
+ -- $(pkg_maintainer)  $(LC_ALL=C date -u -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
 EOF
 }
 

@@ -227,6 +227,7 @@ fixture_build() {
   printf 'modules:\n\t@echo building\n' >"${src}/Makefile"
   printf 'NVIDIA_VERSION = %s\n' "${tag}" >"${src}/version.mk"
   printf 'issue template\n' >"${src}/.github/ISSUE.md"
+  printf 'The fixture is under MIT or GPL-2.0, as upstream.\n' >"${src}/COPYING"
   printf '# Changelog (git)\n' >"${src}/CHANGELOG.md"
   git -C "${src}" init -q
   git -C "${src}" -c user.name=t -c user.email=t@t add -A

@@ -449,13 +449,17 @@ STUB
   assert_not_exist "${OUT}"
 }
 
-@test "--format other than deb is a usage error (2); --revision sets the Debian revision, a bad one is refused (2)" {
-  package --format rpm
+@test "--format other than deb, arch or rpm is a usage error (2); --revision sets the Debian revision, a bad one is refused (2)" {
+  package --format msi
   assert_failure 2
-  assert_output --partial "only 'deb' is supported"
-  package --revision 'x;1'
+  assert_output --partial "--format msi: not a package format (deb, arch or rpm)"
+  assert_not_exist "${OUT}"
+  package --revision a1
   assert_failure 2
   assert_output --partial "is not a Debian revision"
+  package --revision 'x;1'
+  assert_failure 2
+  assert_output --partial "is not a package revision"
   package --revision 3
   assert_success
   assert_file_exist "${OUT}/nvidia-p2p-dkms_${FIXTURE_TAG}-3_amd64.deb"
