@@ -365,7 +365,7 @@ build_modules() {
   # The patched tree and the compilers: objects of another kernel's build are
   # reused only when both are the same (never across compilers).
   fingerprint=$(build_fingerprint "${cc}")
-  stamp="${fingerprint} ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT}"
+  stamp="${fingerprint} ${P2P_KREL} ${P2P_SYSSRC} ${P2P_SYSOUT} $(kernel_digest "${P2P_SYSOUT}")"
   jobs=$(nproc_or_1)
   make_cc "${cc}"
   make_args=(-C "${bdir}" modules "-j${jobs}" "SYSSRC=${P2P_SYSSRC}" "SYSOUT=${P2P_SYSOUT}" "CC=${P2P_MAKE_CC}")
@@ -402,6 +402,15 @@ build_modules() {
   cp -- "${bdir}/kernel-open/Module.symvers" "${P2P_MODULES_DIR}/"
   printf 'tag=%s kernel=%s\n' "${tag}" "${P2P_KREL}" >"${P2P_MODULES_DIR}/BUILD-INFO"
   make_payload "${tag}" "${bdir}"
+}
+
+# kernel_digest SYSOUT: what of a kernel build directory the conftests'
+# results depend on besides its path: its .config and Module.symvers (the
+# export checks read it). A tree changed in place (a kernel rebuilt with
+# another configuration, a Module.symvers added) then gets a fresh build
+# tree, not conftest results of the old one.
+kernel_digest() {
+  { cat -- "$1/.config" "$1/Module.symvers" 2>/dev/null || true; } | sha256sum | cut -c1-16
 }
 
 # new_build_tree TAG BDIR FINGERPRINT MAKEVARS...: the OS-agnostic objects

@@ -174,13 +174,18 @@ STUB
   assert_output --partial "nvidia-uvm.ko was not built"
 }
 
-@test "a second build for the same kernel reuses the build tree" {
+@test "a second build for the same kernel reuses the build tree, unless the kernel's .config or Module.symvers changed" {
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_success
   touch "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_success
   assert_file_exist "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
+  # the kernel's export list changed in place: a fresh tree (no stale conftest results)
+  printf '0x0\tclose_fd\tvmlinux\tEXPORT_SYMBOL\t\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/Module.symvers"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_not_exist "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
 }
 
 @test "build --dry-run prints the make command and builds nothing" {
