@@ -41,7 +41,9 @@ arch_preflight() {
 # (the package depends on nvidia-utils=TAG).
 arch_userspace_check() {
   local v=""
-  command -v pacman >/dev/null 2>&1 && v=$(pacman -Q nvidia-utils 2>/dev/null | awk '{ print $2 }')
+  if command -v pacman >/dev/null 2>&1; then
+    v=$(pacman -Q nvidia-utils 2>/dev/null | awk '{ print $2 }') || v=""
+  fi
   pkg_userspace_check "$1" nvidia-utils "${v%-*}" "the Arch Linux Archive has every release: pacman -U https://archive.archlinux.org/packages/n/nvidia-utils/nvidia-utils-$1-1-x86_64.pkg.tar.zst"
 }
 
