@@ -3,8 +3,9 @@
 # spec) built by the distributions' own tools, Debian's makepkg and rpmbuild,
 # from the fixture source (the objects come from the fixture's make stub),
 # then inspected with pacman and rpm as those distributions' users would.
-# makepkg refuses root: it runs in a user namespace (unshare --user: uid
-# nobody, the files still the caller's).
+# makepkg refuses root: it runs in a user namespace as uid 1000, mapped to the
+# caller (unshare --map-user: the files stay the caller's; unmapped, make's
+# posix_spawn cannot reset its ids and fails with EINVAL).
 
 load ../test_helper
 
@@ -23,7 +24,12 @@ need_makepkg() {
   command -v makepkg >/dev/null || skip "makepkg not installed (Debian package makepkg)"
   command -v pacman >/dev/null || skip "pacman not installed (Debian package pacman-package-manager)"
   command -v zstd >/dev/null || skip "zstd not installed"
-  unshare --user true 2>/dev/null || skip "no user namespaces here (unshare --user): makepkg cannot run as non-root"
+  as_uid_1000 true 2>/dev/null || skip "no user namespaces here (unshare --user --map-user): makepkg cannot run as non-root"
+}
+
+# as_uid_1000 CMD...: CMD as uid 1000 in a user namespace mapped to the caller.
+as_uid_1000() {
+  unshare --user --map-user=1000 --map-group=1000 "$@"
 }
 
 need_rpmbuild() {
@@ -32,7 +38,7 @@ need_rpmbuild() {
 
 # arch_package: build.sh package --format arch as a normal user.
 arch_package() {
-  run unshare --user "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run as_uid_1000 "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     package "${T}" --format arch --source "${FIX}/upstream" --out "${OUT}"
 }
 
@@ -129,7 +135,7 @@ pkginfo() {
   local d="${BATS_TEST_TMPDIR}/again"
   cp -a "${ARCH_DIR}" "${d}"
   cd "${d}"
-  run unshare --user env PKGEXT=.pkg.tar.zst makepkg --nodeps --noconfirm --nocolor
+  run as_uid_1000 env PKGEXT=.pkg.tar.zst makepkg --nodeps --noconfirm --nocolor
   assert_success
   assert_file_exist "${d}/nvidia-p2p-dkms-${T}-1-x86_64.pkg.tar.zst"
   # one file of the tarball changed: prepare() stops before patching
@@ -138,7 +144,7 @@ pkginfo() {
   mkdir t && tar -xJf "${top}.tar.xz" -C t
   printf '/* changed */\n' >>"t/${top}/src/nvidia/kern_bus.c"
   tar -cJf "${top}.tar.xz" -C t "${top}"
-  run unshare --user env PKGEXT=.pkg.tar.zst makepkg --nodeps --noconfirm --nocolor
+  run as_uid_1000 env PKGEXT=.pkg.tar.zst makepkg --nodeps --noconfirm --nocolor
   assert_failure
   assert_output --partial "is not the pinned source"
   assert_output --partial "refusing to build it"
