@@ -133,6 +133,7 @@ repo_parse_args() {
   done
   # the options of the packages, checked as package checks them
   parse_stage_args package stray "${package_opts[@]+"${package_opts[@]}"}"
+  package_check_args
   [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}'"
   [[ -n ${P2P_REPO_DIR} ]] || die "${EX_USAGE}" "repo needs a directory and at least one tag or .deb (see: build.sh help repo)"
   [[ ${#P2P_REPO_ITEMS[@]} -gt 0 ]] || die "${EX_USAGE}" "repo needs at least one tag or .deb after the directory"
