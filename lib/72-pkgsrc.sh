@@ -43,6 +43,23 @@ pkg_userspace_check() {
   die "${EX_MISMATCH}" "this machine has ${pkg} ${version}, and the ${PKG_NAME} ${tag} package needs the userspace of exactly ${tag}: its package manager would not install it here. Install ${pkg} ${tag} (${how}) or package the tag of your userspace (${version}); nothing was written"
 }
 
+# pkg_source_ready TAG: what every package format starts with: the NVLink
+# mode and the cache lock, the source fetched and verified, the series
+# applied here (a recipe is never written for a series that does not apply).
+pkg_source_ready() {
+  nvlink_mode "$1" >/dev/null
+  cache_lock
+  fetch_source "$1"
+  patch_tree "$1" "$(default_patched_dir "$1")"
+}
+
+# pkgsrc_prepare TAG WHAT: pkg_source_ready, then the stage line for WHAT
+# (the recipe: PKGBUILD, spec).
+pkgsrc_prepare() {
+  pkg_source_ready "$1"
+  stage recipe "$2 of ${PKG_NAME} $1-${P2P_REVISION} (family ${V_FAMILY[$1]})"
+}
+
 # pkgsrc_dir TAG: the top directory of NVIDIA's tarball of TAG.
 pkgsrc_dir() { printf 'NVIDIA-kernel-module-source-%s\n' "$1"; }
 

@@ -54,11 +54,7 @@ arch_package() {
   out=${P2P_OUT:-$(pwd -P)}
   recipe=$(arch_recipe_dir "${tag}" "${out}")
   pkg="${out}/$(arch_pkg_file "${tag}")"
-  nvlink_mode "${tag}" >/dev/null
-  cache_lock
-  fetch_source "${tag}"
-  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
-  stage recipe "PKGBUILD of ${PKG_NAME} ${tag}-${P2P_REVISION} (family ${V_FAMILY[${tag}]})"
+  pkgsrc_prepare "${tag}" PKGBUILD
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would write %s and build %s with makepkg\n' "${recipe}" "${pkg}" >&2
     printf '%s\n%s\n' "${pkg}" "${recipe}"

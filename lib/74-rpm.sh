@@ -61,11 +61,7 @@ rpm_package() {
   out=${P2P_OUT:-$(pwd -P)}
   rpm="${out}/$(rpm_file "${tag}" x86_64)"
   srpm="${out}/$(rpm_file "${tag}" src)"
-  nvlink_mode "${tag}" >/dev/null
-  cache_lock
-  fetch_source "${tag}"
-  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
-  stage recipe "spec of ${PKG_NAME} ${tag}-${P2P_REVISION} (family ${V_FAMILY[${tag}]})"
+  pkgsrc_prepare "${tag}" spec
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would write the spec and build %s and %s with rpmbuild\n' "${rpm}" "${srpm}" >&2
     printf '%s\n%s\n' "${rpm}" "${srpm}"

@@ -175,10 +175,7 @@ package_check_args() {
 P2P_DEB=""
 package_build() {
   local tag=$1
-  nvlink_mode "${tag}" >/dev/null
-  cache_lock
-  fetch_source "${tag}"
-  patch_tree "${tag}" "$(default_patched_dir "${tag}")"
+  pkg_source_ready "${tag}"
   build_objects "${tag}"
   [[ ${P2P_DRY_RUN} -eq 1 ]] ||
     check_endbr "${P2P_OBJECTS_DIR}" "DKMS links them into modules for any kernel, those with IBT (CONFIG_X86_KERNEL_IBT) included"
