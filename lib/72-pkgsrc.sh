@@ -106,12 +106,18 @@ pkgsrc_files() {
   depmod_conf_text "${DKMS_DEST}" >"${dir}/nvidia-p2p-depmod.conf"
 }
 
+# recipe_fn NAME: the first line of the shell function NAME of a recipe
+# (PKGBUILD, spec, .install), printed rather than written in the
+# here-documents: a function header in lib/ is always one of build.sh's own
+# (for grep, and for the call graph between files, which goes by them).
+recipe_fn() { printf '%s() {\n' "$1"; }
+
 # pkgsrc_check_fn: the shell function the recipes run first: the tree id of
 # the unpacked source (as tree_ids computes it) must be the pinned tree or
 # core id. Needs only git. POSIX sh, for PKGBUILD and spec alike.
 pkgsrc_check_fn() {
+  recipe_fn _nvp2p_check_tree
   cat <<'EOF'
-_nvp2p_check_tree() {
 	_ck_dir=$1 _ck_tree=$2 _ck_core=$3
 	_ck_tmp=$(mktemp -d) || return 1
 	_ck_ids=$(
@@ -119,7 +125,9 @@ _nvp2p_check_tree() {
 		unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE
 		git init -q --bare "$_ck_tmp/git" || exit 1
 		export GIT_DIR="$_ck_tmp/git" GIT_INDEX_FILE="$_ck_tmp/index" GIT_WORK_TREE="$_ck_dir"
-		_g() {
+EOF
+  recipe_fn _g | sed 's/^/\t\t/'
+  cat <<'EOF'
 			git -c core.autocrlf=false -c core.fileMode=true -c core.symlinks=true \
 				-c core.excludesFile=/dev/null -c 'safe.directory=*' "$@"
 		}

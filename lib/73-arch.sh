@@ -137,9 +137,9 @@ EOF
   for f in "$@"; do printf "            '%s'\n" "$(sha256_of "${dir}/${f}")"; done | sed '$s/$/)/'
   printf '\n'
   pkgsrc_check_fn
+  printf '\n'
+  recipe_fn prepare
   cat <<'EOF'
-
-prepare() {
 	_nvp2p_check_tree "$srcdir/$_src" "$_tree" "$_core"
 	cd "$srcdir/$_src"
 EOF
@@ -148,17 +148,15 @@ EOF
     printf '\tpatch -Np1 -F0 --no-backup-if-mismatch -i "%s/%s"\n' "\$srcdir" "${f}"
     i=$((i + 1))
   done
+  printf '}\n\n'
+  recipe_fn build
   cat <<'EOF'
-}
-
-build() {
 	cd "$srcdir/$_src"
 EOF
   pkgsrc_build_text
+  printf '}\n\n'
+  recipe_fn package
   cat <<'EOF'
-}
-
-package() {
 	local _files="$srcdir"
 	cd "$srcdir/$_src"
 EOF
@@ -173,15 +171,17 @@ EOF
 
 # arch_install_text TAG: the .install script: what pacman prints.
 arch_install_text() {
+  recipe_fn post_install
   cat <<EOF
-post_install() {
 	echo "${PKG_NAME}: dkms builds the modules ${DKMS_MODULE}/\${1%-*} for every kernel with headers (pacman's dkms hook)."
 	echo "${PKG_NAME}: the P2P options are in /usr/lib/modprobe.d/nvidia-p2p.conf; where the nvidia"
 	echo "${PKG_NAME}: modules are in the initramfs, run mkinitcpio -P, then reboot, and check with: build.sh verify"
 }
 
-post_upgrade() {
-	post_install "\$1"
+EOF
+  recipe_fn post_upgrade
+  cat <<'EOF'
+	post_install "$1"
 }
 EOF
 }
