@@ -48,6 +48,8 @@ payload_dir() { printf '%s/%s/dkms-src\n' "${P2P_WORK_DIR}" "$1"; }
 # which cannot link the LTO objects of such a kernel (dkms 3.1.2 and later add
 # LLVM=1 by themselves, not LD). The sed runs when DKMS reads this file, for
 # the kernel it builds for; it prints nothing for a gcc-built kernel.
+# NO_WEAK_MODULES: where weak-modules exists (RHEL, SUSE), it must not link
+# these modules into other kernels: DKMS builds them for each.
 write_dkms_conf() {
   local tag=$1 i=0 m
   cat <<EOF
@@ -60,6 +62,7 @@ PACKAGE_VERSION="${tag}"
 AUTOINSTALL="yes"
 MAKE[0]="'make' \${parallel_jobs+-j\$parallel_jobs} NV_EXCLUDE_BUILD_MODULES='' KERNEL_UNAME=\${kernelver} \$(sed -n -e 's/^CONFIG_CC_IS_CLANG=y\$/LLVM=1 IGNORE_CC_MISMATCH=1/p' -e 's/^CONFIG_LD_IS_LLD=y\$/LD=ld.lld/p' /lib/modules/\${kernelver}/build/.config 2>/dev/null | tr '\\n' ' ') modules"
 CLEAN="true"
+NO_WEAK_MODULES="yes"
 EOF
   for m in ${P2P_MODULES}; do
     printf 'BUILT_MODULE_NAME[%d]="%s"\n' "${i}" "${m}"

@@ -15,9 +15,8 @@
 # %install lays out the DKMS tree /usr/src/nvidia-p2p-<tag>, the options
 # /usr/lib/modprobe.d/nvidia-p2p.conf and the depmod override
 # /usr/lib/depmod.d/nvidia-p2p.conf. %post has DKMS build and install the
-# modules for every kernel with headers; %preun removes them. dkms.conf says
-# NO_WEAK_MODULES: RHEL's weak-modules must not link these modules into other
-# kernels (DKMS builds for each).
+# modules for every kernel with headers; %preun removes them (dkms.conf's
+# NO_WEAK_MODULES keeps RHEL's weak-modules out: write_dkms_conf).
 #
 # Written into <out>: nvidia-p2p-dkms-<tag>-<rev>.src.rpm (the spec and its
 # sources, NVIDIA's tarball made from the verified source) and
@@ -93,7 +92,6 @@ rpm_recipe() {
   pkgsrc_tarball "${tag}" "${dir}"
   while IFS= read -r name; do patches+=("${name}"); done < <(pkgsrc_patches "${tag}" "${dir}")
   pkgsrc_files "${tag}" "${dir}" "dracut -f"
-  printf 'NO_WEAK_MODULES="yes"\n' >>"${dir}/dkms.conf"
   rpm_spec "${tag}" "${patches[@]}"
 }
 

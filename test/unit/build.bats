@@ -288,6 +288,12 @@ STUB
   run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_failure 13
   assert_output --partial "was linked with lld (CONFIG_LD_IS_LLD), and ld.lld-20 is not installed (Debian: lld-20; Arch, CachyOS: lld)"
+  # a clang kernel whose .config names no clang version at all
+  kernel_config "${FIXTURE_KREL}" "clang"
+  printf 'CONFIG_CC_IS_CLANG=y\n' >>"${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}/.config"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 13
+  assert_output --partial "its .config names no clang version (CONFIG_CLANG_VERSION); nothing was built"
   run grep -c '^make ' "${STUB_LOG}"
   assert_output 0
 }

@@ -195,6 +195,8 @@ pkginfo() {
   FAKE_OBJECTS_FAIL=1 arch_package
   assert_failure 8
   assert_output --partial "makepkg could not build nvidia-p2p-dkms ${T}"
+  # makepkg's own error line is among the build errors shown
+  assert_output --partial "==> ERROR: A failure occurred in build()."
   assert_equal "$(find "${OUT}" -mindepth 1 | wc -l)" 0
 }
 
