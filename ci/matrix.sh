@@ -693,7 +693,7 @@ run_bisect() {
 # is checked.
 bisect_tree() {
   local tag=$1 bdir=$2 series krel syssrc sysout n cc
-  read -r _ krel syssrc sysout <"${bdir}/${BUILD_STAMP}" || true # no trailing newline
+  read -r _ krel syssrc sysout _ <"${bdir}/${BUILD_STAMP}" || true # no trailing newline
   rm -rf "${bdir}.bisect"
   cp -a "${bdir}" "${bdir}.bisect" || return 1
   series="${P2P_WORK_DIR}/${tag}/series"
