@@ -81,7 +81,7 @@ inside() {
 # Inside the chroot: where inside() bound the work directory.
 readonly IN_WORK=/lab/work
 STEP_LOG="${IN_WORK}/steps.log"
-# step, check_modules, runs_our_install (and lib/66-sign.sh)
+# step, check_modules, runs_our_install (and lib/60-sign.sh)
 # shellcheck source=ci/chroot-checks.sh
 source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# lib/20-fetch.sh: stage 2, fetch. Puts the upstream source of a tag, and its
+# lib/20-fetch.sh: the fetch stage. Puts the upstream source of a tag, and its
 # userspace .run, into the verified cache. Nothing enters the cache before
-# stage 3 (lib/30-verify.sh) has accepted it.
+# lib/03-checksums.sh has accepted it.
 #
 # Cache layout ($P2P_CACHE_DIR):
 #   src/<tag>/                     pristine source tree, verified against its pin
@@ -43,14 +43,6 @@ cmd_fetch() {
   fetch_run_if_wanted "${tag}"
   [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
   printf '%s\n' "$(cache_src_dir "${tag}")"
-}
-
-cache_src_dir() { printf '%s/src/%s\n' "${P2P_CACHE_DIR}" "$1"; }
-cache_run_file() { printf '%s/run/NVIDIA-Linux-x86_64-%s.run\n' "${P2P_CACHE_DIR}" "$1"; }
-
-cache_lock() {
-  [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0
-  lock_acquire "${P2P_CACHE_DIR}"
 }
 
 # fetch_source TAG: make sure src/<tag> holds the verified source.

@@ -10,7 +10,7 @@
 # The recipe names NVIDIA's tarball by its download URL, as Arch's
 # nvidia-open-dkms does; its sha256 is not pinned anywhere this project
 # trusts, so the recipe checks the unpacked tree's git tree id instead (the
-# "core" id of versions.conf, which NVIDIA's tarball matches: lib/30-verify.sh)
+# "core" id of versions.conf, which NVIDIA's tarball matches: lib/03-checksums.sh)
 # and stops before patching on any difference. build.sh puts a tarball of that
 # name, made from the verified source, beside the recipe, so the tools build
 # offline; a download from NVIDIA passes the same check.

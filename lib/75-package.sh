@@ -3,7 +3,7 @@
 # built once, installed on many machines with `apt install ./file.deb`.
 #
 # nvidia-p2p-dkms_<tag>-<rev>_amd64.deb holds:
-#   /usr/src/nvidia-p2p-<tag>/           the DKMS payload (lib/65-dkms.sh)
+#   /usr/src/nvidia-p2p-<tag>/           the DKMS payload (lib/10-payload.sh)
 #   /usr/lib/modprobe.d/nvidia-p2p.conf  the family's P2P options (not a
 #                                        conffile: a file of that name in
 #                                        /etc/modprobe.d overrides it)

@@ -8,7 +8,7 @@
 #   mmdebstrap from the distribution's packages (kmod, make, gcc, libc6-dev,
 #   mount, pciutils, ...; apt stays, so init can fetch the node kernel's
 #   headers). Ours: the DKMS payload of the tag (kernel-open with the series,
-#   the two kernel-independent objects prebuilt: lib/65-dkms.sh), the
+#   the two kernel-independent objects prebuilt: lib/10-payload.sh), the
 #   family's module options, NVIDIA's .run (verified against versions.conf or
 #   --run-sha256), the entrypoint container/nvidia-driver, image.conf (what
 #   the entrypoint reads), and with --precompiled the five modules built and

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib/81-rebase-merge.sh: rebase's decisions per patch (see lib/80-rebase.sh):
+# lib/81-rebase-merge.sh: rebase's decisions per patch (see lib/83-rebase.sh):
 # the base's snapshots, the mechanism check, the classification with the
 # three-way merge, the proof that a compat patch is superseded, the new
 # family's files, and the report of conflicts. Works in RB_DIR:

@@ -67,14 +67,21 @@ versions_parse_line() {
   [[ ${tested} =~ ${TESTED_RE} ]] || die "${EX_DATA}" "${where}: bad tested column '${tested}'"
   [[ -z ${V_FAMILY[${tag}]+x} ]] ||
     die "${EX_DATA}" "${where}: tag ${tag} listed twice (families ${V_FAMILY[${tag}]} and ${family}); one tag, one family"
-  V_TAGS+=("${tag}")
+  versions_add "${tag}" "${commit}" "${tree}" "${core}" "${sha}" "${url}" "${tested}"
   V_FAMILY[${tag}]=${family}
-  V_COMMIT[${tag}]=${commit}
-  V_TREE[${tag}]=${tree}
-  V_CORE[${tag}]=${core}
-  V_RUN_SHA[${tag}]=${sha}
-  V_RUN_URL[${tag}]=${url}
-  V_TESTED[${tag}]=${tested}
+}
+
+# versions_add TAG COMMIT TREE CORE RUN_SHA256 RUN_URL TESTED: TAG's entry,
+# but its family (a line of versions.conf gives that too; rebase chooses it
+# later).
+versions_add() {
+  V_TAGS+=("$1")
+  V_COMMIT[$1]=$2
+  V_TREE[$1]=$3
+  V_CORE[$1]=$4
+  V_RUN_SHA[$1]=$5
+  V_RUN_URL[$1]=$6
+  V_TESTED[$1]=$7
 }
 
 # tag_info TAG: the tag's pins on one line (for .pin files and logs).

@@ -531,7 +531,7 @@ dkms_record_setup() {
   assert_regex "${d0}" '^[0-9a-f]{64}$'
   sed -i -E '/^565\.57\.01 /s/[^ ]+$/apply,compile,build:9.9/' "${DR_REPO}/versions.conf"
   assert_equal "$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")" "${d0}"
-  echo '# changed' >>"${DR_REPO}/lib/65-dkms.sh"
+  echo '# changed' >>"${DR_REPO}/lib/66-dkms.sh"
   d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
   [[ ${d} != "${d0}" ]]
   d0=${d}

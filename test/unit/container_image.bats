@@ -266,7 +266,7 @@ layer_files() {
   mkdir -p "${x}"
   tar -xzf "${OUT}/blobs/sha256/$(skopeo inspect "oci:${OUT}:${ref}" | grep -o 'sha256:[0-9a-f]*' | sed -n 3p | cut -d: -f2)" -C "${x}"
   for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do
-    bash -c 'source "$1/lib/66-sign.sh" && module_sig_verify "$2" "$3"' _ "${REPO_ROOT}" \
+    bash -c 'source "$1/lib/60-sign.sh" && module_sig_verify "$2" "$3"' _ "${REPO_ROOT}" \
       "${x}/usr/lib/nvidia-p2p/precompiled/${FIXTURE_KREL}/${m}.ko" "${BATS_TEST_TMPDIR}/keys/user.der" ||
       fail "${m}.ko in the image does not verify"
   done

@@ -43,3 +43,73 @@ shell_files() {
   run grep -rn -E '(^|[;&|({[:space:]])(source|\.)[[:space:]]+[^ ]*versions\.conf' "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/ci"
   assert_failure
 }
+
+@test "lib/ is in layers: no file calls a function of a file not below it (ci/layers.sh)" {
+  run "${REPO_ROOT}/ci/layers.sh" "${REPO_ROOT}"
+  assert_success
+  assert_output ""
+  # the walk of `build.sh <tag>` goes down: the pipeline to install, install to DKMS
+  run "${REPO_ROOT}/ci/layers.sh" --edges "${REPO_ROOT}"
+  assert_success
+  assert_line --regexp $'^lib/commands.sh\tlib/68-install.sh\tinstall_all\t[0-9]+$'
+  assert_line --regexp $'^lib/68-install.sh\tlib/66-dkms.sh\tdkms_install_all\t[0-9]+$'
+  assert_line --regexp $'^lib/20-fetch.sh\tlib/03-checksums.sh\tverify_tree\t[0-9]+$'
+}
+
+# layers_copy: a copy of build.sh and lib/ to break.
+layers_copy() {
+  LC="${BATS_TEST_TMPDIR}/layers"
+  mkdir -p "${LC}"
+  cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${LC}/"
+}
+
+@test "ci/layers.sh fails on a call upward, in \$(...) and in a here-document's \$(...), naming file and line" {
+  layers_copy
+  # shellcheck disable=SC2016 # the shell text added to the copy
+  printf '%s\n' 'host_probe() {' '  local x' '  x="$(tag_series 1)"' '  cat <<EOF' 'see $(build_modules 1)' 'EOF' '}' >>"${LC}/lib/05-host.sh"
+  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  assert_failure 1
+  assert_output --partial "lib/05-host.sh:"
+  assert_output --partial "calls tag_series of lib/06-family.sh, which is not below it (layer 6, not below 5)"
+  assert_output --partial "calls build_modules of lib/50-build.sh, which is not below it (layer 50, not below 5)"
+  assert_equal "$(grep -c 'calls' <<<"${output}")" 2
+}
+
+@test "ci/layers.sh ignores names in strings, comments, quoted here-documents and case patterns" {
+  layers_copy
+  # shellcheck disable=SC2016 # the shell text added to the copy
+  printf '%s\n' 'host_words() {' '  # build_modules would be wrong here' '  echo "build_modules (tag_series)"' \
+    "  echo 'x; build_modules'" "  cat <<'EOF'" 'build_modules $(tag_series)' 'EOF' '  case $1 in' '  build_modules) : ;;' '  esac' '}' \
+    >>"${LC}/lib/05-host.sh"
+  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  assert_success
+  assert_output ""
+}
+
+@test "ci/layers.sh fails on a lib file without a layer number and on sourcing out of order" {
+  layers_copy
+  printf '# shellcheck shell=bash\n' >"${LC}/lib/helpers.sh"
+  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  assert_failure 1
+  assert_output --partial "lib/helpers.sh has no layer: name it lib/NN-name.sh"
+  assert_output --partial "build.sh does not source lib/helpers.sh"
+  rm "${LC}/lib/helpers.sh"
+  # the source line of common.sh moved after all others
+  grep -v '/common.sh"$' "${REPO_ROOT}/build.sh" >"${LC}/build.sh"
+  grep '^source .*/common.sh"$' "${REPO_ROOT}/build.sh" >>"${LC}/build.sh"
+  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  assert_failure 1
+  assert_output --partial "build.sh sources lib/common.sh out of layer order"
+}
+
+@test "ci/layers.sh: usage errors exit 2" {
+  run "${REPO_ROOT}/ci/layers.sh" --bogus
+  assert_failure 2
+  assert_output --partial "unknown option '--bogus'"
+  run "${REPO_ROOT}/ci/layers.sh" "${BATS_TEST_TMPDIR}"
+  assert_failure 2
+  assert_output --partial "no build.sh and lib/ there"
+  run "${REPO_ROOT}/ci/layers.sh" --help
+  assert_success
+  assert_output --partial "Usage: ci/layers.sh"
+}

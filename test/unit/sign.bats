@@ -35,7 +35,7 @@ install_p2p() {
 
 # verifies KO CERT: build.sh's own signature check, run on its own.
 verifies() {
-  bash -c 'source "$1/lib/66-sign.sh" && module_sig_verify "$2" "$3"' _ "${REPO_ROOT}" "$1" "$2"
+  bash -c 'source "$1/lib/60-sign.sh" && module_sig_verify "$2" "$3"' _ "${REPO_ROOT}" "$1" "$2"
 }
 
 assert_all_verify() {

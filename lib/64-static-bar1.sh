@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib/61-static-bar1.sh: --force-static-bar1, for GPUs whose BAR1 is no
+# lib/64-static-bar1.sh: --force-static-bar1, for GPUs whose BAR1 is no
 # larger than their VRAM (16 GiB RTX 5060 Ti / 5070 Ti, 32 GiB RTX 5090).
 #
 # From 565 RM makes the static BAR1 mapping BAR1 P2P needs only when BAR1
@@ -13,29 +13,6 @@
 # the console (its static mapping would start 512 MiB above the console).
 # The family's modprobe.conf says which setting does it ("# static-bar1-force:
 # KEY=VALUE"); a family without the line refuses the option (exit 3).
-
-# static_bar1_setting TAG: "KEY=VALUE" from the "# static-bar1-force:" line
-# of TAG's family's modprobe.conf, or nothing.
-static_bar1_setting() {
-  family_setting "$1" static-bar1-force
-}
-
-# static_bar1_gpus LIST: the PCI addresses of a --force-static-bar1 value
-# (comma-separated, DDDD:BB:DD.F or BB:DD.F), one per line, normalized to
-# DDDD:BB:DD.F in lower case; a malformed one is a usage error.
-static_bar1_gpus() {
-  local a
-  local -a list
-  IFS=, read -r -a list <<<"$1"
-  [[ ${#list[@]} -gt 0 ]] || die "${EX_USAGE}" "--force-static-bar1 needs PCI addresses (e.g. 0000:01:00.0)"
-  for a in "${list[@]}"; do
-    a=${a,,}
-    [[ ${a} =~ ^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ ]] && a="0000:${a}"
-    [[ ${a} =~ ^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$ ]] ||
-      die "${EX_USAGE}" "--force-static-bar1: '${a}' is not a PCI address (DDDD:BB:DD.F, as lspci -D prints it)"
-    printf '%s\n' "${a}"
-  done | sort -u
-}
 
 # static_bar1_check TAG: refuse --force-static-bar1 where the family has no
 # setting (3) or a GPU would fail its init with it (10); nothing without it.
@@ -84,19 +61,4 @@ gpu_smi_row() {
   command -v nvidia-smi >/dev/null 2>&1 || return 0
   nvidia-smi --query-gpu=pci.bus_id,memory.total,display_active --format=csv,noheader,nounits 2>/dev/null |
     awk -F', *' -v a="$1" 'tolower(substr($1, length($1) - 11)) == a { print $2 "," $3; exit }'
-}
-
-# static_bar1_lines TAG: the modprobe.d lines for --force-static-bar1, or
-# nothing without it.
-static_bar1_lines() {
-  local kv gpu per=""
-  [[ -n ${P2P_STATIC_BAR1} ]] || return 0
-  kv=$(static_bar1_setting "$1")
-  for gpu in ${P2P_STATIC_BAR1//,/ }; do
-    per+="${per:+;}pci=${gpu};${kv}"
-  done
-  printf '# Static BAR1 forced (--force-static-bar1) for the GPUs named below: %s\n' "${kv}"
-  printf '# maps their client-visible VRAM even where BAR1 is no larger than VRAM\n'
-  printf '# (docs/how-it-works.md, Mixed boxes). Remove the line and reboot to undo it.\n'
-  printf 'options nvidia NVreg_RegistryDwordsPerDevice="%s"\n' "${per}"
 }

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib/30-verify.sh: stage 3, verify. A source tree is accepted only when its git
+# lib/03-checksums.sh: what may enter the cache. A source tree is accepted only when its git
 # tree id equals the pin in versions.conf; a .run only when its sha256 does.
 #
 # Two tree ids are pinned per tag. "tree" is the tag's tree. "core" is the same

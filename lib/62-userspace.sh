@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib/70-userspace.sh: stage 7, userspace. Runs NVIDIA's .run installer with
+# lib/62-userspace.sh: the userspace driver. Runs NVIDIA's .run installer with
 # --no-kernel-modules (the kernel modules are ours) and makes sure the
 # userspace libraries end up at exactly the module's version: a
 # "Driver/library version mismatch" must not be left behind.

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib/66-sign.sh: module signing for Secure Boot.
+# lib/60-sign.sh: module signing for Secure Boot.
 #
 # Which key (the first that applies):
 #   --sign-key FILE --sign-cert FILE   the user's key pair (PEM key; PEM or DER cert)
@@ -282,4 +282,12 @@ EOF
 # sign_available: a key will sign the modules (sign_resolve has run).
 sign_available() {
   [[ -n ${P2P_SIGN_CERT} || ${P2P_SIGN_SOURCE} == dkms-new ]]
+}
+
+# preflight_secure_boot: under Secure Boot the modules must be signed: refused
+# only when no key will sign them (sign_resolve has run).
+preflight_secure_boot() {
+  secure_boot_enabled || return 0
+  sign_available && return 0
+  preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled and no key would sign the modules (they would not load): use DKMS (drop --no-dkms), or --sign-key FILE --sign-cert FILE, or --sign-generate; see docs/install.md (Secure Boot: signing)"
 }

@@ -1,34 +1,9 @@
 # shellcheck shell=bash
-# lib/10-preflight.sh: stage 1, preflight. Checks made before anything changes.
-# With --dry-run a failed check is reported and the plan goes on; the run then
-# ends with the first failure's exit code.
-
-P2P_DRY_PROBLEM=0
-P2P_DRY_PROBLEMS=0
-
-# preflight_fail CODE MESSAGE: die, or under --dry-run record and continue.
-preflight_fail() {
-  local code=$1
-  shift
-  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
-    printf 'PROBLEM: %s\n' "$*"
-    [[ ${P2P_DRY_PROBLEM} -ne 0 ]] || P2P_DRY_PROBLEM=${code}
-    P2P_DRY_PROBLEMS=$((P2P_DRY_PROBLEMS + 1))
-    return 0
-  fi
-  die "${code}" "$*"
-}
-
-# dry_run_end WHAT: the last line of a plan: what the real run would end
-# with, or, after PROBLEM lines, that it would not get there (and the exit
-# code of the first); no next steps then.
-dry_run_end() {
-  if [[ ${P2P_DRY_PROBLEMS} -eq 0 ]]; then
-    stage plan "end: $*; nothing was changed"
-    return 0
-  fi
-  stage plan "end: the real run would stop at the first PROBLEM above (${P2P_DRY_PROBLEMS} in all), exit ${P2P_DRY_PROBLEM}; nothing was changed"
-}
+# lib/88-preflight.sh: the checks made before anything changes (the first
+# step of `build.sh <tag>`) and the `preflight` command. They ask every stage
+# below (kernel, DKMS, signing, userspace, doctor), so this file sits above
+# them. How a failed check is reported (and kept going under --dry-run):
+# lib/05-host.sh.
 
 # preflight_pipeline TAG: everything `build.sh <tag>` needs, checked up front.
 preflight_pipeline() {
@@ -72,27 +47,6 @@ preflight_kernel() {
   resolve_kernel
 }
 
-# secure_boot_enabled: the firmware enforces Secure Boot (mokutil, else the
-# SecureBoot EFI variable).
-secure_boot_enabled() {
-  local efivar="${P2P_SYSFS}/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
-  if command -v mokutil >/dev/null 2>&1; then
-    mokutil --sb-state 2>/dev/null | grep -q 'SecureBoot enabled'
-  elif [[ -r ${efivar} ]]; then
-    [[ "$(od -An -tu1 -j4 -N1 "${efivar}" 2>/dev/null | tr -d ' ')" == 1 ]]
-  else
-    return 1
-  fi
-}
-
-# preflight_secure_boot: under Secure Boot the modules must be signed: refused
-# only when no key will sign them (sign_resolve has run).
-preflight_secure_boot() {
-  secure_boot_enabled || return 0
-  sign_available && return 0
-  preflight_fail "${EX_PREFLIGHT}" "Secure Boot is enabled and no key would sign the modules (they would not load): use DKMS (drop --no-dkms), or --sign-key FILE --sign-cert FILE, or --sign-generate; see docs/install.md (Secure Boot: signing)"
-}
-
 help_preflight() {
   cat <<'EOF'
 Usage: build.sh preflight [<tag>] [--kernel KVER]
@@ -132,10 +86,6 @@ cmd_preflight() {
   report info "userspace driver: $(userspace_summary)"
   doctor_preinstall "${tag}"
   [[ ${fatal} -eq 0 ]] || exit "${EX_PREFLIGHT}"
-}
-
-report() {
-  printf '%-5s %s\n' "$1" "$2"
 }
 
 # report_secure_boot: Secure Boot's state and the key that would sign.
@@ -179,15 +129,4 @@ report_versions() {
     return 1
   fi
   return 0
-}
-
-# nvidia_gpus: PCI addresses of NVIDIA display/3D controllers.
-nvidia_gpus() {
-  local dev
-  for dev in "${P2P_SYSFS}"/bus/pci/devices/*; do
-    [[ -r ${dev}/vendor && -r ${dev}/class ]] || continue
-    [[ "$(cat "${dev}/vendor")" == 0x10de ]] || continue
-    [[ "$(cat "${dev}/class")" == 0x03* ]] || continue
-    printf '%s\n' "${dev##*/}"
-  done
 }
