@@ -238,40 +238,23 @@ dkms_check_installed() {
   done
 }
 
-# dkms_install_all TAG: the DKMS install transaction's steps, after confirm.
-dkms_install_all() {
-  local tag=$1 k
-  txn_begin "install ${tag}"
-  sign_prepare
+# dkms_install_modules TAG: the DKMS part of install's transaction: our
+# --no-dkms installs go, DKMS builds and installs TAG for P2P_KERNELS, and
+# signs where DKMS's key is ours to use.
+dkms_install_modules() {
   dkms_replace_file_installs
-  dkms_install "${tag}"
+  dkms_install "$1"
   sign_after_dkms
-  write_depmod_conf "${DKMS_DEST}"
-  write_modprobe_conf "${tag}"
-  for k in "${P2P_KERNELS[@]}"; do
-    refresh_module_index "${k}"
-  done
-  if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
-    install_userspace "${tag}" "${P2P_RUN_PATH}"
-  fi
-  stage verify "installed versions$([[ -z ${P2P_SIGN_CERT} ]] || printf ' and signatures')"
-  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
-    dkms_check_installed "${tag}"
-    require_userspace_version "${tag}" "after install: "
-  fi
+}
+
+# dkms_record TAG: the state file of the DKMS install, which uninstall and
+# doctor read.
+dkms_record() {
+  local tag=$1
   txn_save "$(dkms_state_file "${tag}")"
-  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
-    printf 'tag=%s kernels=%s family=%s cert=%s date=%s\n' "${tag}" "${P2P_KERNELS[*]}" "${V_FAMILY[${tag}]}" \
-      "${P2P_SIGN_CERT:-none}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(dkms_state_file "${tag}")"
-  fi
-  txn_commit
-  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
-    dry_run_end "driver ${tag} with PCIe P2P would be registered with DKMS and installed for: ${P2P_KERNELS[*]}"
-    [[ ${P2P_DRY_PROBLEMS} -ne 0 ]] || sign_next_steps
-    return 0
-  fi
-  stage finished "driver ${tag} with PCIe P2P registered with DKMS and installed for: ${P2P_KERNELS[*]}"
-  sign_next_steps
+  [[ ${P2P_DRY_RUN} -eq 0 ]] || return 0
+  printf 'tag=%s kernels=%s family=%s cert=%s date=%s\n' "${tag}" "${P2P_KERNELS[*]}" "${V_FAMILY[${tag}]}" \
+    "${P2P_SIGN_CERT:-none}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(dkms_state_file "${tag}")"
 }
 
 # dkms_replace_file_installs: a single-kernel (--no-dkms) install of ours

@@ -213,10 +213,13 @@ dkms_target_kernels_dry() {
   P2P_KERNELS=("${P2P_KREL}")
 }
 
+# install_all TAG: the install transaction, after install_preflight: the
+# modules (through DKMS, or for one kernel with --no-dkms), the options, the
+# module index, the userspace .run, the checks and the state file. Any
+# failure or Ctrl-C rolls it all back (txn_*).
 install_all() {
-  local tag=$1 m what
-  local moddir
-  moddir=$(p2p_moddir "${P2P_KREL}")
+  local tag=$1 what where k
+  local -a kernels
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
   if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
     what="for kernel ${P2P_KREL}"
@@ -224,12 +227,47 @@ install_all() {
     what="through DKMS (now for ${P2P_KERNELS[*]}, later for every new kernel)"
   fi
   confirm "Install driver ${tag} with PCIe P2P ${what}$([[ ${P2P_NO_USERSPACE} -eq 1 ]] || printf ', and its userspace from %s' "$(basename "${P2P_RUN_PATH}")")?"
-  if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
-    dkms_install_all "${tag}"
-    return 0
-  fi
   txn_begin "install ${tag}"
   sign_prepare
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    install_modules_file
+    write_depmod_conf "updates/${P2P_NAME}"
+    kernels=("${P2P_KREL}")
+    where="installed for ${P2P_KREL}"
+  else
+    dkms_install_modules "${tag}"
+    write_depmod_conf "${DKMS_DEST}"
+    kernels=("${P2P_KERNELS[@]}")
+    where="registered with DKMS and installed for: ${P2P_KERNELS[*]}"
+  fi
+  write_modprobe_conf "${tag}"
+  for k in "${kernels[@]}"; do
+    refresh_module_index "${k}"
+  done
+  if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
+    install_userspace "${tag}" "${P2P_RUN_PATH}"
+  fi
+  install_check "${tag}"
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    install_record_file "${tag}"
+  else
+    dkms_record "${tag}"
+  fi
+  txn_commit
+  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
+    dry_run_end "driver ${tag} with PCIe P2P would be ${where}"
+    [[ ${P2P_DRY_PROBLEMS} -ne 0 ]] || sign_next_steps
+    return 0
+  fi
+  stage finished "driver ${tag} with PCIe P2P ${where}"
+  sign_next_steps
+}
+
+# install_modules_file: --no-dkms: the built modules into the kernel's
+# module directory of ours, stripped and (where a key is set) signed.
+install_modules_file() {
+  local m moddir
+  moddir=$(p2p_moddir "${P2P_KREL}")
   stage install "modules into ${moddir}"
   txn_save "${moddir}"
   run rm -rf -- "${moddir}"
@@ -241,30 +279,34 @@ install_all() {
     fi
   done
   sign_modules "${P2P_KREL}" "${moddir}"
-  write_depmod_conf "updates/${P2P_NAME}"
-  write_modprobe_conf "${tag}"
-  refresh_module_index "${P2P_KREL}"
-  if [[ ${P2P_NO_USERSPACE} -eq 0 ]]; then
-    install_userspace "${tag}" "${P2P_RUN_PATH}"
+}
+
+# install_check TAG: the installed modules (and, through DKMS, signatures)
+# and the userspace are of TAG.
+install_check() {
+  local tag=$1
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    stage verify "installed versions"
+  else
+    stage verify "installed versions$([[ -z ${P2P_SIGN_CERT} ]] || printf ' and signatures')"
   fi
-  stage verify "installed versions"
-  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
-    check_modules "${moddir}" "${tag}" "${P2P_KREL}"
-    require_userspace_version "${tag}" "after install: "
+  [[ ${P2P_DRY_RUN} -eq 0 ]] || return 0
+  if [[ ${P2P_NO_DKMS} -eq 1 ]]; then
+    check_modules "$(p2p_moddir "${P2P_KREL}")" "${tag}" "${P2P_KREL}"
+  else
+    dkms_check_installed "${tag}"
   fi
+  require_userspace_version "${tag}" "after install: "
+}
+
+# install_record_file TAG: --no-dkms: the state file of the kernel installed
+# into, which uninstall reads.
+install_record_file() {
+  local tag=$1
   txn_save "$(p2p_state_dir)/installed-${P2P_KREL}"
-  if [[ ${P2P_DRY_RUN} -eq 0 ]]; then
-    printf 'tag=%s kernel=%s family=%s date=%s\n' "${tag}" "${P2P_KREL}" "${V_FAMILY[${tag}]}" \
-      "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(p2p_state_dir)/installed-${P2P_KREL}"
-  fi
-  txn_commit
-  if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
-    dry_run_end "driver ${tag} with PCIe P2P would be installed for ${P2P_KREL}"
-    [[ ${P2P_DRY_PROBLEMS} -ne 0 ]] || sign_next_steps
-    return 0
-  fi
-  stage finished "driver ${tag} with PCIe P2P installed for ${P2P_KREL}"
-  sign_next_steps
+  [[ ${P2P_DRY_RUN} -eq 0 ]] || return 0
+  printf 'tag=%s kernel=%s family=%s date=%s\n' "${tag}" "${P2P_KREL}" "${V_FAMILY[${tag}]}" \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$(p2p_state_dir)/installed-${P2P_KREL}"
 }
 
 cmd_uninstall() {

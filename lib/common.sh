@@ -43,7 +43,7 @@ exit_code_table() {
     "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
     "${EX_LOCKED}" "another build.sh run holds the lock (still, after --lock-wait SECONDS)" \
     "${EX_MISMATCH}" "userspace driver version would differ from the module version, or cannot be told" \
-    "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why), or the kernel was built with clang (not supported yet)" \
+    "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why), or the kernel was built with clang and its clang (of the kernel's major version) or lld is not installed here" \
     "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
     "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
     "${EX_REPO}" "repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)" \

@@ -52,7 +52,7 @@ shell_files() {
   run "${REPO_ROOT}/ci/layers.sh" --edges "${REPO_ROOT}"
   assert_success
   assert_line --regexp $'^lib/commands.sh\tlib/68-install.sh\tinstall_all\t[0-9]+$'
-  assert_line --regexp $'^lib/68-install.sh\tlib/66-dkms.sh\tdkms_install_all\t[0-9]+$'
+  assert_line --regexp $'^lib/68-install.sh\tlib/66-dkms.sh\tdkms_install_modules\t[0-9]+$'
   assert_line --regexp $'^lib/20-fetch.sh\tlib/03-checksums.sh\tverify_tree\t[0-9]+$'
 }
 
