@@ -94,16 +94,16 @@ family_dropped() {
 # keys only select BAR1 P2P where <file> has "#define <NAME> <VALUE>": a
 # renumbered key would otherwise silently give no P2P.
 family_requires_unmet() {
-  local tag=$1 src=$2 conf file name value
+  local tag=$1 src=$2 conf text file name value
   conf="$(family_dir "${tag}")/modprobe.conf"
-  [[ -r ${conf} ]] || die "${EX_DATA}" "missing ${conf}"
+  text=$(family_conf "${tag}") || exit "$?"
   while read -r file name value; do
     [[ -n ${value} && ${file} =~ ^[A-Za-z0-9._/-]+$ && ${name} =~ ^[A-Za-z0-9_]+$ ]] ||
       die "${EX_DATA}" "${conf}: '# requires:' needs <file> <NAME> <VALUE>"
     grep -q -E "^#[[:space:]]*define[[:space:]]+${name}[[:space:]]+\(?${value//./\\.}\)?([[:space:]]|$)" \
       "${src}/${file}" 2>/dev/null ||
       printf '%s has no "#define %s %s" (the registry numbering modprobe.conf relies on)\n' "${file}" "${name}" "${value}"
-  done < <(sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*//p' "${conf}")
+  done < <(sed -n -E 's/^#[[:space:]]*requires:[[:space:]]*//p' <<<"${text}")
 }
 
 # tag_series TAG [SRC]: the patches to apply to TAG: its family's, less the
@@ -202,11 +202,42 @@ series_fingerprint() {
 # family_setting TAG NAME: the "KEY=VALUE" of the "# NAME:" line of TAG's
 # family's modprobe.conf, or nothing; anything else there is a data error.
 family_setting() {
-  local src v
-  src="$(family_dir "$1")/modprobe.conf"
-  v=$(sed -n -E "s/^#[[:space:]]*$2:[[:space:]]*//p" "${src}" | head -n 1)
-  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] || die "${EX_DATA}" "${src}: '# $2:' needs KEY=VALUE, not '${v}'"
+  local text v
+  text=$(family_conf "$1") || exit "$?"
+  v=$(sed -n -E "s/^#[[:space:]]*$2:[[:space:]]*//p" <<<"${text}" | head -n 1)
+  [[ -z ${v} || ${v} =~ ^[A-Za-z0-9_]+=(0x)?[0-9A-Fa-f]+$ ]] || die "${EX_DATA}" "$(family_dir "$1")/modprobe.conf: '# $2:' needs KEY=VALUE, not '${v}'"
   printf '%s' "${v}"
+}
+
+# The text of each family's modprobe.conf read so far (family_load), by path.
+declare -gA FAMILY_CONF=()
+# The NVLink mode of each tag loaded (family_load), by tag.
+declare -gA NVLINK_MODE=()
+
+# family_conf TAG: the text of TAG's family's modprobe.conf (its options and
+# settings); read once per run where family_load read it in the main shell.
+family_conf() {
+  local src
+  src="$(family_dir "$1")/modprobe.conf"
+  if [[ -n ${FAMILY_CONF[${src}]+x} ]]; then
+    printf '%s\n' "${FAMILY_CONF[${src}]}"
+    return 0
+  fi
+  [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  cat -- "${src}"
+}
+
+# family_load TAG: reads TAG's family's modprobe.conf and decides its NVLink
+# mode (nvlink_mode, which refuses --nvlink keep where the family cannot),
+# once, in the calling shell: what the run's stages then use. A command calls
+# it before its first stage.
+family_load() {
+  local src text mode
+  src="$(family_dir "$1")/modprobe.conf"
+  text=$(family_conf "$1") || exit "$?"
+  FAMILY_CONF[${src}]=${text}
+  mode=$(nvlink_mode "$1") || exit "$?"
+  NVLINK_MODE[$1]=${mode}
 }
 
 # nvlink_keep_setting TAG: the registry setting that keeps NVLink for bridged
@@ -221,6 +252,10 @@ nvlink_keep_setting() {
 # refused (exit 3).
 nvlink_mode() {
   local keep
+  if [[ -n ${NVLINK_MODE[$1]+x} ]]; then
+    printf '%s\n' "${NVLINK_MODE[$1]}"
+    return 0
+  fi
   keep=$(nvlink_keep_setting "$1") || exit "$?"
   case ${P2P_NVLINK:-} in
   off) echo off ;;

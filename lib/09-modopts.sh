@@ -37,10 +37,8 @@ depmod_conf_text() {
 
 # write_modprobe_conf TAG: the family's module options (patches/<family>/modprobe.conf).
 write_modprobe_conf() {
-  local tag=$1 conf src mode keep
+  local tag=$1 conf mode keep
   conf=$(p2p_modprobe_conf)
-  src="$(family_dir "${tag}")/modprobe.conf"
-  [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
   mode=$(nvlink_mode "${tag}") || exit "$?"
   keep=$(nvlink_keep_setting "${tag}") || exit "$?"
   # p2p-0006's key (families 535-570): its one open risk, said once
@@ -68,9 +66,8 @@ write_modprobe_conf() {
 modprobe_conf_text() {
   local tag=$1 src mode keep text
   src="$(family_dir "${tag}")/modprobe.conf"
-  [[ -r ${src} ]] || die "${EX_DATA}" "missing ${src}"
+  text=$(family_conf "${tag}") || exit "$?"
   mode=$(nvlink_mode "${tag}") || exit "$?"
-  text=$(cat "${src}")
   if [[ ${mode} == keep ]]; then
     keep=$(nvlink_keep_setting "${tag}") || exit "$?"
     text=$(options_with "${keep}" <<<"${text}") || die "${EX_DATA}" "${src}: its options line has no ${keep%%=*} for '# nvlink-keep: ${keep}'"

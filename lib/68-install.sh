@@ -112,7 +112,7 @@ cmd_install() {
   parse_stage_args install tag "$@"
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
-  nvlink_mode "${tag}" >/dev/null
+  family_load "${tag}"
   static_bar1_check "${tag}"
   resolve_install_kernel
   cache_lock_if_made

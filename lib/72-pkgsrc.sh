@@ -47,7 +47,7 @@ pkg_userspace_check() {
 # mode and the cache lock, the source fetched and verified, the series
 # applied here (a recipe is never written for a series that does not apply).
 pkg_source_ready() {
-  nvlink_mode "$1" >/dev/null
+  family_load "$1"
   cache_lock
   fetch_source "$1"
   patch_tree "$1" "$(default_patched_dir "$1")"

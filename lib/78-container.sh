@@ -159,7 +159,7 @@ container_check_args() {
   fi
   [[ -z ${P2P_KERNEL_SRC} || -n ${P2P_CTR_PRECOMPILED} ]] ||
     die "${EX_USAGE}" "--kernel-src is for --precompiled (the headers of that kernel)"
-  nvlink_mode "${tag}" >/dev/null
+  family_load "${tag}"
   need_cmd umoci umoci
   need_cmd skopeo skopeo
   need_cmd make make

@@ -40,7 +40,7 @@ cmd_all() {
   parse_stage_args all tag "$@"
   require_tag "${tag}"
   check_run_sha_arg "${tag}"
-  nvlink_mode "${tag}" >/dev/null
+  family_load "${tag}"
   static_bar1_check "${tag}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'Plan for driver %s (family %s), changing nothing:\n' "${tag}" "${V_FAMILY[${tag}]}"

@@ -132,3 +132,22 @@ conf_of() {
   assert_line 'options nvidia NVreg_RegistryDwords="RMForceP2PType=2"'
   assert_line --partial "# NVLink: off"
 }
+
+@test "family_load reads the family's modprobe.conf and decides the NVLink mode once: the stages use what it read" {
+  local data="${BATS_TEST_TMPDIR}/data"
+  mkdir -p "${data}"
+  cp -a "${REPO_ROOT}/versions.conf" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" "${data}/"
+  export NVP2P_DATA_DIR="${data}"
+  # loaded, then the file goes: the options, the settings and the mode come from the load
+  run bash -c 'source "$1" && versions_load && family_load 575.64.05 &&
+    rm "$2/patches/575/modprobe.conf" && modprobe_conf_text 575.64.05 && nvlink_keep_setting 575.64.05 && echo && nvlink_mode 575.64.05' \
+    _ "${REPO_ROOT}/build.sh" "${data}"
+  assert_success
+  assert_line 'options nvidia NVreg_EnableResizableBar=1 NVreg_RegistryDwords="ForceP2P=0x11;RMForceP2PType=0;RMPcieP2PType=1;RMForceStaticBar1=2"'
+  assert_line "RMForceP2PType=0"
+  assert_line keep
+  # not loaded: the missing file is a data error (4), as before
+  run bash -c 'source "$1" && versions_load && modprobe_conf_text 575.64.05' _ "${REPO_ROOT}/build.sh"
+  assert_failure 4
+  assert_output --partial "missing ${data}/patches/575/modprobe.conf"
+}
