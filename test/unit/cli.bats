@@ -49,6 +49,22 @@ setup() {
   done
 }
 
+@test "the sudo hand-over of the pipeline's install step passes on every install option the pipeline takes" {
+  local o all install body
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  all=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[all]}"' _ "${BUILD_SH}")
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  install=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[install]}"' _ "${BUILD_SH}")
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  body=$(bash -c 'source "$1" && declare -f pipeline_install' _ "${BUILD_SH}")
+  for o in ${install}; do
+    [[ " ${all} " == *" ${o} "* ]] || continue
+    # --no-userspace is handed on as what it decided: --userspace keep
+    [[ ${o} == --no-userspace ]] && o=--userspace
+    grep -q -e "${o}\b" <<<"${body}" || fail "pipeline_install does not hand ${o} to the install step"
+  done
+}
+
 @test "help for an unknown topic fails with 2" {
   run_build help frobnicate
   assert_failure 2
