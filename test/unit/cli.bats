@@ -65,6 +65,17 @@ setup() {
   done
 }
 
+@test "p2p-doctor's exit codes (drules.h) are build.sh's (common.sh): one set of numbers" {
+  local name value ex n=0
+  while read -r name value; do
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    ex=$(bash -c 'source "$1" && v="EX_DOCTOR_$2" && printf "%s" "${!v}"' _ "${BUILD_SH}" "${name}")
+    assert_equal "${name}=${value}" "${name}=${ex}"
+    n=$((n + 1))
+  done < <(sed -n -E 's/^[[:space:]]*DR_EXIT_(BLOCKED|INSUFFICIENT|NO_PAIR|UNREADABLE) = ([0-9]+),.*/\1 \2/p' "${REPO_ROOT}/verify/doctor/drules.h")
+  assert_equal "${n}" 4
+}
+
 @test "help for an unknown topic fails with 2" {
   run_build help frobnicate
   assert_failure 2
