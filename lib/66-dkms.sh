@@ -32,8 +32,6 @@ dkms_src_dir() { printf '%s/usr/src/%s-%s\n' "${P2P_ROOT}" "${DKMS_MODULE}" "$1"
 dkms_tree() { printf '%s/var/lib/dkms\n' "${P2P_ROOT}"; }
 dkms_state_file() { printf '%s/dkms-%s\n' "$(p2p_state_dir)" "$1"; }
 
-# --- payload ------------------------------------------------------------------
-
 # --- install --------------------------------------------------------------------
 
 # dkms_cmd ARGS...: dkms, pointed at --root's trees when one is given.
