@@ -3,21 +3,80 @@
 # one parser every command uses (parse_stage_args): it checks each option's
 # value and sets the P2P_* variable build.sh declares for it.
 
-# Options each command accepts (besides the global ones).
-declare -A P2P_CMD_OPTS=(
-  [all]="--source --kernel --kernel-src --run --run-sha256 --userspace --no-userspace --no-ccache --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
-  [fetch]="--source --run --run-sha256 --no-run"
-  [patch]="--source --out"
-  [build]="--source --kernel --kernel-src --no-ccache --units-only"
-  [install]="--kernel --run --run-sha256 --userspace --no-userspace --no-dkms --nvlink --force-static-bar1 --sign-key --sign-cert --sign-generate"
-  [package]="--source --out --format --revision --no-ccache --nvlink"
-  [container]="--source --out --os --precompiled --kernel-src --run --run-sha256 --no-userspace --no-ccache --nvlink --sign-key --sign-cert --mirror --fresh-base --operator --no-validator-workload"
-  [uninstall]="--kernel"
-  [preflight]="--kernel"
-  [rebase]="--source --family --kernel --kernel-src --chroot --run-sha256 --units-only --no-ccache --new --list --commit"
+# Each command's synopsis: its arguments and options as its help's Usage line
+# shows them. It is the one table of options: the parser takes from it which
+# options a command accepts and which of them take a value (a word after the
+# option that is not an option), the help prints it (usage_synopsis), and the
+# pipeline's sudo hand-over walks it (lib/commands.sh). repo, doctor and
+# verify parse their own options.
+declare -A P2P_CMD_USAGE=(
+  [all]="<tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--run FILE] [--run-sha256 HEX] [--userspace auto|keep|run | --no-userspace] [--no-ccache] [--no-dkms] [--nvlink keep|off] [--force-static-bar1 ADDR[,ADDR...]] [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]"
+  [fetch]="<tag> [--source PATH] [--run FILE] [--run-sha256 HEX] [--no-run]"
+  [patch]="<tag> [--source PATH] [--out DIR]"
+  [build]="<tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--no-ccache] [--units-only]"
+  [install]="<tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX] [--userspace auto|keep|run | --no-userspace] [--nvlink keep|off] [--force-static-bar1 ADDR[,ADDR...]] [--sign-key FILE --sign-cert FILE | --sign-generate]"
+  [package]="<tag> [--format deb|arch|rpm] [--revision N] [--out DIR] [--source PATH] [--no-ccache] [--nvlink keep|off]"
+  [container]="<tag> [--os debian12|debian13|ubuntu22.04|ubuntu24.04] [--precompiled KVER [--kernel-src DIR] [--sign-key FILE --sign-cert FILE]] [--nvlink keep|off] [--out DIR] [--source PATH] [--run FILE] [--run-sha256 HEX] [--no-userspace] [--operator VERSION [--no-validator-workload]] [--mirror URL] [--fresh-base] [--no-ccache]"
+  [uninstall]="[--kernel KVER]"
+  [preflight]="[<tag>] [--kernel KVER]"
+  [rebase]="<tag> | --new [--list] [--commit] [--source GIT] [--family NAME] [--kernel KVER | --kernel-src DIR] [--chroot NAME:DIR]... [--run-sha256 HEX] [--units-only] [--no-ccache]"
   [list]=""
-  [check]=""
+  [check]="<tag>"
 )
+
+# From the table: the options of each command (P2P_CMD_OPTS, space-separated)
+# and, for every option, the first word of its value in the first synopsis
+# that has it ("" for an option that takes none) (P2P_OPT_VALUE).
+declare -A P2P_CMD_OPTS=()
+declare -A P2P_OPT_VALUE=()
+
+# synopsis_opts CMD: P2P_CMD_OPTS[CMD] and P2P_OPT_VALUE from CMD's synopsis.
+synopsis_opts() {
+  local cmd=$1 i w next plain
+  local -a words
+  # brackets and bars end a group: a value is the word after the option within it
+  plain=${P2P_CMD_USAGE[${cmd}]//\[/|}
+  plain=${plain//\]/|}
+  read -r -a words <<<"${plain//|/ | }"
+  P2P_CMD_OPTS[${cmd}]=""
+  for ((i = 0; i < ${#words[@]}; i++)); do
+    w=${words[i]}
+    [[ ${w} == --* ]] || continue
+    next=${words[i + 1]:-}
+    [[ ${next} == -* || ${next} == "|" ]] && next=""
+    P2P_CMD_OPTS[${cmd}]+="${P2P_CMD_OPTS[${cmd}]:+ }${w}"
+    [[ -n ${P2P_OPT_VALUE[${w}]+x} ]] || P2P_OPT_VALUE[${w}]=${next}
+  done
+}
+
+for _cmd in "${!P2P_CMD_USAGE[@]}"; do
+  synopsis_opts "${_cmd}"
+done
+unset _cmd
+
+# usage_synopsis CMD: the help's Usage line of CMD, from its synopsis, wrapped
+# before 80 columns between bracketed groups.
+usage_synopsis() {
+  local cmd=$1 head="Usage: build.sh" line group="" w depth=0 no_open no_close
+  local -a words
+  [[ ${cmd} == all ]] || head+=" ${cmd}"
+  line=${head}
+  read -r -a words <<<"${P2P_CMD_USAGE[${cmd}]}"
+  for w in "${words[@]}"; do
+    group+="${group:+ }${w}"
+    no_open=${w//\[/}
+    no_close=${w//\]/}
+    depth=$((depth + ${#no_close} - ${#no_open}))
+    [[ ${depth} -eq 0 ]] || continue
+    if [[ ${line} != "${head}" && $((${#line} + 1 + ${#group})) -gt 80 ]]; then
+      printf '%s\n' "${line}"
+      line="$(printf '%*s' "${#head}" '')"
+    fi
+    line+=" ${group}"
+    group=""
+  done
+  printf '%s\n' "${line}"
+}
 
 # Each option given, as the user wrote it ("--userspace run"), by what it
 # sets (--no-userspace sets --userspace): one that is given twice must say
@@ -46,7 +105,6 @@ note_opt() {
 parse_stage_args() {
   local cmd=$1 tagvar=$2 opt value
   shift 2
-  # shellcheck disable=SC2034 # the P2P_* options: build.sh declares them, the stages read them
   while [[ $# -gt 0 ]]; do
     opt=$1
     case ${opt} in
@@ -57,33 +115,18 @@ parse_stage_args() {
       ;;
     esac
     case ${opt} in
-    --no-run | --no-userspace | --no-ccache | --units-only | --no-dkms | --sign-generate | --new | --list | --commit | --fresh-base | --no-validator-workload)
+    -*)
       allowed_opt "${cmd}" "${opt}"
-      note_opt "${opt}"
-      case ${opt} in
-      --new) P2P_REBASE_NEW=1 ;;
-      --list) P2P_REBASE_LIST=1 ;;
-      --commit) P2P_REBASE_COMMIT=1 ;;
-      --fresh-base) P2P_CTR_FRESH_BASE=1 ;;
-      --no-validator-workload) P2P_CTR_NO_WORKLOAD=1 ;;
-      --no-run) P2P_NO_RUN=1 ;;
-      --no-dkms) P2P_NO_DKMS=1 ;;
-      --sign-generate) P2P_SIGN_GENERATE=1 ;;
-      --no-userspace) P2P_USERSPACE=keep ;;
-      --no-ccache) P2P_NO_CCACHE=1 ;;
-      --units-only) P2P_UNITS_ONLY=1 ;;
-      esac
-      shift
-      ;;
-    --source | --out | --kernel | --kernel-src | --run | --run-sha256 | --userspace | --nvlink | --force-static-bar1 | --family | --sign-key | --sign-cert | --format | --revision | --chroot | --os | --precompiled | --mirror | --operator)
-      allowed_opt "${cmd}" "${opt}"
+      if [[ -z ${P2P_OPT_VALUE[${opt}]} ]]; then
+        note_opt "${opt}"
+        set_opt_flag "${opt}"
+        shift
+        continue
+      fi
       [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
       note_opt "${opt}" "$2"
       set_opt_value "${opt}" "$2"
       shift 2
-      ;;
-    -*)
-      die "${EX_USAGE}" "unknown option '${opt}' for ${cmd} (see: build.sh help ${cmd})"
       ;;
     *)
       [[ -z ${!tagvar} ]] || die "${EX_USAGE}" "unexpected argument '${opt}'"
@@ -102,9 +145,31 @@ parse_stage_args() {
   fi
 }
 
+# allowed_opt CMD OPT: dies (usage) unless CMD's synopsis has OPT.
 allowed_opt() {
+  [[ $2 =~ ^--[a-z0-9-]+$ && -n ${P2P_OPT_VALUE[$2]+x} ]] ||
+    die "${EX_USAGE}" "unknown option '$2' for $1 (see: build.sh help $1)"
   [[ " ${P2P_CMD_OPTS[$1]} " == *" $2 "* ]] ||
     die "${EX_USAGE}" "option $2 does not apply to ${1/all/the pipeline} (see: build.sh help $1)"
+}
+
+# set_opt_flag OPTION: what OPTION, which takes no value, sets.
+set_opt_flag() {
+  # shellcheck disable=SC2034 # the P2P_* options: build.sh declares them, the stages read them
+  case $1 in
+  --new) P2P_REBASE_NEW=1 ;;
+  --list) P2P_REBASE_LIST=1 ;;
+  --commit) P2P_REBASE_COMMIT=1 ;;
+  --fresh-base) P2P_CTR_FRESH_BASE=1 ;;
+  --no-validator-workload) P2P_CTR_NO_WORKLOAD=1 ;;
+  --no-run) P2P_NO_RUN=1 ;;
+  --no-dkms) P2P_NO_DKMS=1 ;;
+  --sign-generate) P2P_SIGN_GENERATE=1 ;;
+  --no-userspace) P2P_USERSPACE=keep ;;
+  --no-ccache) P2P_NO_CCACHE=1 ;;
+  --units-only) P2P_UNITS_ONLY=1 ;;
+  *) die "${EX_FAIL}" "internal: option $1 is in a synopsis (lib/02-cli.sh) but sets nothing" ;;
+  esac
 }
 
 # set_opt_value OPTION VALUE: the checked VALUE into OPTION's P2P_* variable.
@@ -160,6 +225,7 @@ set_opt_value() {
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
     P2P_RUN_SHA256=${2,,}
     ;;
+  *) die "${EX_FAIL}" "internal: option $1 is in a synopsis (lib/02-cli.sh) but sets nothing" ;;
   esac
 }
 

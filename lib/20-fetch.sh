@@ -12,8 +12,8 @@
 readonly UPSTREAM_ARCHIVE_URL="https://github.com/NVIDIA/open-gpu-kernel-modules/archive"
 
 help_fetch() {
+  usage_synopsis fetch
   cat <<'EOF'
-Usage: build.sh fetch <tag> [--source PATH] [--run FILE] [--run-sha256 HEX] [--no-run]
 
 Put the upstream source of <tag> (and the matching userspace .run) into the
 verified cache. Everything is checked against versions.conf before use.

@@ -25,8 +25,8 @@
 readonly PATCHED_STAMP=".nvidia-p2p-patched"
 
 help_patch() {
+  usage_synopsis patch
   cat <<'EOF'
-Usage: build.sh patch <tag> [--source PATH] [--out DIR]
 
 Apply the patch series to a copy of the verified source of <tag>, with quilt
 at fuzz 0. The source comes from the cache (see: build.sh fetch), or from

@@ -15,9 +15,8 @@ readonly BUILD_RECIPE=2
 readonly P2P_BUILD_ESTIMATE="measured on 2 idle cores: 6-10 minutes with an empty ccache, 3 with a warm one; longer when other jobs share the cores"
 
 help_build() {
+  usage_synopsis build
   cat <<'EOF'
-Usage: build.sh build <tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--no-ccache]
-                           [--units-only]
 
 Build the patched modules of <tag> for one kernel (default: the running one),
 patching first if needed. Uses ccache when installed, and -j<number of CPUs>,
@@ -31,6 +30,8 @@ is installed.
                      split headers (its -common sibling is found from its Makefile,
                      also when extracted somewhere other than /usr/src), or a
                      full kernel tree
+  --source PATH      where the upstream source comes from when the cache has
+                     no patched tree of <tag> yet (as for fetch)
   --no-ccache        do not use ccache
   --units-only       a quick check instead of a build: compile only the
                      translation units the series changes, with upstream's own

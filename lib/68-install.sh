@@ -14,11 +14,8 @@
 # and it reruns depmod and the initramfs generator for <kver>.
 
 help_install() {
+  usage_synopsis install
   cat <<'EOF'
-Usage: build.sh install <tag> [--kernel KVER] [--no-dkms] [--run FILE] [--run-sha256 HEX]
-                              [--userspace auto|keep|run] [--nvlink keep|off]
-                              [--force-static-bar1 ADDR[,ADDR...]]
-                              [--sign-key FILE --sign-cert FILE | --sign-generate]
 
 Install driver <tag> with PCIe P2P and the P2P module options, keeping the
 userspace driver your distribution's packages installed, or installing it from
@@ -93,17 +90,18 @@ EOF
 }
 
 help_uninstall() {
+  usage_synopsis uninstall
   cat <<'EOF'
-Usage: build.sh uninstall [--kernel KVER]
 
 Remove what `build.sh install` put in place: the DKMS module nvidia-p2p (all
 its kernels) and its source, the modules of a --no-dkms install for KVER
-(default: every kernel it was installed for), the depmod, modprobe and DKMS
-signing configuration. Then rerun depmod and the initramfs generator, so the
-modules that were there before (distribution or DKMS) are used again. Needs
-root. Transactional like install. The userspace driver installed from the
-.run is left in place; see docs/install.md to remove or replace it. DKMS's key pair
-(/var/lib/dkms/mok.*) stays: other DKMS modules and the enrolled key use it.
+(--kernel KVER; default: every kernel it was installed for), the depmod,
+modprobe and DKMS signing configuration. Then rerun depmod and the initramfs
+generator, so the modules that were there before (distribution or DKMS) are
+used again. Needs root. Transactional like install. The userspace driver
+installed from the .run is left in place; see docs/install.md to remove or
+replace it. DKMS's key pair (/var/lib/dkms/mok.*) stays: other DKMS modules
+and the enrolled key use it.
 EOF
 }
 

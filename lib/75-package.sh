@@ -43,9 +43,8 @@ readonly PKG_OLD_CONFFILE="/etc/modprobe.d/nvidia-p2p.conf"
 readonly PKG_CONFLICTS="nvidia-kernel-dkms, nvidia-kernel-dkms-any, nvidia-open-kernel-dkms, nvidia-kernel-open-dkms, nvidia-tesla-kernel-dkms, nvidia-dkms-kernel, nvidia-dkms, nvidia-dkms-open"
 
 help_package() {
+  usage_synopsis package
   cat <<'EOF'
-Usage: build.sh package <tag> [--format deb|arch|rpm] [--revision N] [--out DIR]
-                              [--source PATH] [--no-ccache] [--nvlink keep|off]
 
 Build a package of the DKMS source of driver <tag> with PCIe P2P, for the
 package manager of your distribution, to install on any number of machines.

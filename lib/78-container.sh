@@ -61,13 +61,8 @@ P2P_CTR_MIRROR=""
 P2P_CTR_FRESH_BASE=0
 
 help_container() {
+  usage_synopsis container
   cat <<'EOF'
-Usage: build.sh container <tag> [--os debian12|debian13|ubuntu22.04|ubuntu24.04]
-                                [--precompiled KVER [--kernel-src DIR] [--sign-key FILE --sign-cert FILE]]
-                                [--nvlink keep|off] [--out DIR] [--source PATH]
-                                [--run FILE] [--run-sha256 SHA]
-                                [--operator VERSION [--no-validator-workload]]
-                                [--mirror URL] [--fresh-base] [--no-ccache]
 
 Build an OCI image of driver <tag> with PCIe P2P that NVIDIA's GPU Operator
 deploys in place of its own driver image (docs/kubernetes.md). Its entrypoint
@@ -113,6 +108,8 @@ Options:
                     archive.ubuntu.com)
   --fresh-base      make the base again even if the cache holds one
   --out DIR         the OCI layout to add the image to
+  --source PATH, --run FILE, --run-sha256 HEX, --no-ccache
+                    as for fetch and build
 
 Exit codes: as `build.sh help exit-codes`; 3 for an unknown --os, a tag
 below the operator validator's branch, or --no-userspace; 8 when mmdebstrap

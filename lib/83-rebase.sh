@@ -39,10 +39,8 @@ readonly UPSTREAM_GIT_URL="https://github.com/NVIDIA/open-gpu-kernel-modules.git
 readonly RUN_URL_BASE="https://us.download.nvidia.com/XFree86/Linux-x86_64"
 
 help_rebase() {
+  usage_synopsis rebase
   cat <<'EOF'
-Usage: build.sh rebase <tag> [--source GIT] [--family NAME] [--kernel KVER | --kernel-src DIR]
-                       [--chroot NAME:DIR]... [--run-sha256 HEX] [--units-only] [--no-ccache]
-       build.sh rebase --new [--list] [--commit] [--source GIT] [the options above]
        (global --dry-run: the same per-patch table, nothing changed)
 
 Bring release <tag>, which versions.conf does not list, into support.
@@ -103,6 +101,7 @@ Then one of:
   --commit            with --new: commit each tag's change in the data
                       directory's git work tree (versions.conf, patches/, the
                       generated workflow), the per-patch table as message
+  --no-ccache         build without ccache
 
 A git work tree with uncommitted changes to versions.conf, patches/, the
 workflows, README.md or docs/verification-record.md is refused (exit 10).

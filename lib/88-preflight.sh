@@ -48,19 +48,19 @@ preflight_kernel() {
 }
 
 help_preflight() {
+  usage_synopsis preflight
   cat <<'EOF'
-Usage: build.sh preflight [<tag>] [--kernel KVER]
 
 Report what matters for P2P on this machine, changing nothing; first, when the
 loaded driver already gives every GPU pair P2P (nvidia-smi topo -p2p r and w
-OK, nothing found that stops it), that it does. Then kernel headers, Secure
-Boot and signing, the loaded driver and the userspace driver version;
-then, as "doctor:" lines, the NVIDIA GPUs (BAR1, VRAM) and doctor's findings
-that would stop P2P after an install (Resizable BAR, BAR1, IOMMU, ACS, nouveau,
-display, mixed models ...; with <tag>, also the registry keys already in
-modprobe.d against that tag's generation). Exit 0 when nothing blocks an
-install, 10 otherwise (doctor's findings do not block it: see build.sh
-doctor).
+OK, nothing found that stops it), that it does. Then kernel headers (of
+--kernel KVER, default the running kernel), Secure Boot and signing, the
+loaded driver and the userspace driver version; then, as "doctor:" lines, the
+NVIDIA GPUs (BAR1, VRAM) and doctor's findings that would stop P2P after an
+install (Resizable BAR, BAR1, IOMMU, ACS, nouveau, display, mixed models ...;
+with <tag>, also the registry keys already in modprobe.d against that tag's
+generation). Exit 0 when nothing blocks an install, 10 otherwise (doctor's
+findings do not block it: see build.sh doctor).
 EOF
 }
 

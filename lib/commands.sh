@@ -3,12 +3,8 @@
 # and help. The stages themselves live in lib/<NN>-<stage>.sh.
 
 help_all() {
+  usage_synopsis all
   cat <<'EOF'
-Usage: build.sh <tag> [--kernel KVER | --kernel-src DIR] [--source PATH] [--run FILE]
-                      [--run-sha256 HEX] [--userspace auto|keep|run | --no-userspace]
-                      [--no-ccache] [--no-dkms]
-                      [--nvlink keep|off] [--force-static-bar1 ADDR[,ADDR...]]
-                      [--sign-key FILE --sign-cert FILE | --sign-generate] [global options]
 
 The whole pipeline for one driver tag:
   1 preflight  tools, headers for the target kernel, root (or sudo), Secure Boot,
@@ -63,7 +59,7 @@ cmd_all() {
 # pipeline_install TAG: in this process as root; otherwise through sudo, with
 # the cache lock handed over (released here, taken again by the child).
 pipeline_install() {
-  local tag=$1
+  local tag=$1 opt
   local -a args=(install "${tag}" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}")
   if [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root; then
     [[ ${P2P_DRY_RUN} -eq 1 ]] && ! is_root && printf 'would run the install step as root, through sudo\n'
@@ -72,22 +68,11 @@ pipeline_install() {
     return 0
   fi
   [[ -n ${P2P_ROOT} ]] && args+=(--root "${P2P_ROOT}")
-  # The kernel as this process has it: --no-dkms installs the modules built
-  # for P2P_KREL; DKMS builds for the --kernel given, else for every kernel
-  # with headers (and no --kernel is given then, as when run as root).
-  [[ -n ${P2P_KERNEL} || ${P2P_NO_DKMS} -eq 1 ]] && args+=(--kernel "${P2P_KREL}")
-  if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
-    args+=(--userspace keep)
-  else
-    args+=(--userspace run)
-  fi
-  [[ ${P2P_NO_DKMS} -eq 1 ]] && args+=(--no-dkms)
-  [[ -n ${P2P_NVLINK} ]] && args+=(--nvlink "${P2P_NVLINK}")
-  [[ -n ${P2P_STATIC_BAR1} ]] && args+=(--force-static-bar1 "${P2P_STATIC_BAR1}")
-  [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && args+=(--sign-generate)
-  [[ ${P2P_SIGN_SOURCE} == user ]] && args+=(--sign-key "${P2P_SIGN_KEY}" --sign-cert "${P2P_SIGN_CERT}")
-  [[ -n ${P2P_RUN_FILE} ]] && args+=(--run "${P2P_RUN_FILE}")
-  [[ -n ${P2P_RUN_SHA256} ]] && args+=(--run-sha256 "${P2P_RUN_SHA256}")
+  # Every option of install that the pipeline takes too, as this run decided it.
+  for opt in ${P2P_CMD_OPTS[install]}; do
+    [[ " ${P2P_CMD_OPTS[all]} " == *" ${opt} "* ]] || continue
+    handover_opt args "${opt}"
+  done
   [[ ${P2P_VERBOSE} -eq 1 ]] && args+=(--verbose)
   [[ ${P2P_YES} -eq 1 ]] && args+=(--yes)
   [[ ${P2P_LOCK_WAIT} -gt 0 ]] && args+=(--lock-wait "${P2P_LOCK_WAIT}")
@@ -97,6 +82,37 @@ pipeline_install() {
   sudo -v || die "${EX_PREFLIGHT}" "sudo refused; the install step needs root: sudo $0 ${args[*]}"
   lock_release "${P2P_CACHE_DIR}"
   sudo -- "$0" "${args[@]}"
+}
+
+# handover_opt ARRAY OPTION: appends OPTION, as this run decided it, to the
+# arguments (the array named ARRAY) of the install step run through sudo;
+# nothing when it is not set.
+handover_opt() {
+  local -n handover_args=$1
+  case $2 in
+  # The kernel as this process has it: --no-dkms installs the modules built
+  # for P2P_KREL; DKMS builds for the --kernel given, else for every kernel
+  # with headers (and no --kernel is given then, as when run as root).
+  --kernel) [[ -n ${P2P_KERNEL} || ${P2P_NO_DKMS} -eq 1 ]] && handover_args+=(--kernel "${P2P_KREL}") ;;
+  --userspace)
+    if [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
+      handover_args+=(--userspace keep)
+    else
+      handover_args+=(--userspace run)
+    fi
+    ;;
+  --no-userspace) ;; # handed over as --userspace keep
+  --no-dkms) [[ ${P2P_NO_DKMS} -eq 1 ]] && handover_args+=(--no-dkms) ;;
+  --nvlink) [[ -n ${P2P_NVLINK} ]] && handover_args+=(--nvlink "${P2P_NVLINK}") ;;
+  --force-static-bar1) [[ -n ${P2P_STATIC_BAR1} ]] && handover_args+=(--force-static-bar1 "${P2P_STATIC_BAR1}") ;;
+  --sign-generate) [[ ${P2P_SIGN_GENERATE} -eq 1 ]] && handover_args+=(--sign-generate) ;;
+  --sign-key) [[ ${P2P_SIGN_SOURCE} == user ]] && handover_args+=(--sign-key "${P2P_SIGN_KEY}") ;;
+  --sign-cert) [[ ${P2P_SIGN_SOURCE} == user ]] && handover_args+=(--sign-cert "${P2P_SIGN_CERT}") ;;
+  --run) [[ -n ${P2P_RUN_FILE} ]] && handover_args+=(--run "${P2P_RUN_FILE}") ;;
+  --run-sha256) [[ -n ${P2P_RUN_SHA256} ]] && handover_args+=(--run-sha256 "${P2P_RUN_SHA256}") ;;
+  *) die "${EX_FAIL}" "internal: the pipeline takes install's option $2 but does not hand it to the install step (lib/commands.sh)" ;;
+  esac
+  return 0
 }
 
 next_steps() {
@@ -115,8 +131,8 @@ EOF
 }
 
 help_list() {
+  usage_synopsis list
   cat <<'EOF'
-Usage: build.sh list
 
 The supported tags, grouped by patch family (oldest first). For each family:
 its tags, the patches it carries and the ones it leaves out. For each tag its
@@ -190,8 +206,8 @@ short_names() {
 }
 
 help_check() {
+  usage_synopsis check
   cat <<'EOF'
-Usage: build.sh check <tag>
 
 Exit 0 when <tag> is supported (listed in versions.conf with a complete patch
 family), 3 when it is not (a release newer than versions.conf knows can be

@@ -36,33 +36,132 @@ setup() {
   assert_output --partial "The whole pipeline"
 }
 
-@test "every option a command accepts is in its help" {
-  local c o opts
-  for c in all fetch patch build install package uninstall preflight rebase; do
+# cli_eval CODE ARGS...: CODE run in a bash that sourced build.sh.
+cli_eval() {
+  local code=$1
+  shift
+  bash -c "source \"\$1\" && shift && ${code}" _ "${BUILD_SH}" "$@"
+}
+
+@test "every option a command accepts is described in its help's text, below the Usage line" {
+  local c o opts body
+  for c in fetch patch build install package container uninstall preflight rebase; do
     # shellcheck disable=SC2016 # expanded by the inner bash
-    opts=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[$2]}"' _ "${BUILD_SH}" "${c}")
+    opts=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[$1]}"' "${c}")
+    [[ ${c} == check || -n ${opts} ]] || fail "no options for ${c}"
     run_build help "${c}"
     assert_success
+    body=$(sed '1,/^$/d' <<<"${output}")
     for o in ${opts}; do
-      grep -q -e "${o}\b" <<<"${output}" || fail "help ${c} does not name ${o}"
+      grep -q -e "${o}\b" <<<"${body}" || fail "help ${c} does not describe ${o}"
     done
   done
 }
 
+@test "the pipeline's help lists the options of the stage commands, which describe them" {
+  local o all stages
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  all=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[all]}"')
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  stages=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[fetch]} ${P2P_CMD_OPTS[build]} ${P2P_CMD_OPTS[install]}"')
+  run_build help all
+  assert_success
+  assert_output --partial "Options are those of the stage commands"
+  for o in ${all}; do
+    [[ " ${stages} " == *" ${o} "* ]] || fail "${o}: an option of the pipeline that no stage command has"
+  done
+}
+
+@test "the Usage line of each command's help is its synopsis: every option, and its value" {
+  run_build help install
+  assert_success
+  assert_line --index 0 --regexp '^Usage: build\.sh install <tag> \[--kernel KVER\] '
+  assert_output --partial "[--userspace auto|keep|run | --no-userspace]"
+  assert_output --partial "[--sign-key FILE --sign-cert FILE | --sign-generate]"
+  run_build help all
+  assert_line --index 0 --regexp '^Usage: build\.sh <tag> \[--kernel KVER \| --kernel-src DIR\]'
+  # wrapped before 80 columns between groups, continued under <tag>
+  local line
+  while IFS= read -r line; do
+    [[ ${#line} -le 80 ]] || fail "longer than 80 columns: ${line}"
+  done < <(sed '/^$/q' <<<"${output}")
+  assert_line --index 1 --regexp '^ {16}\[--'
+}
+
+@test "the parser takes from the synopses which options take a value: the same in every command" {
+  local c o
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run cli_eval 'for c in "${!P2P_CMD_USAGE[@]}"; do
+      P2P_OPT_VALUE=(); synopsis_opts "${c}"
+      for o in ${P2P_CMD_OPTS[$c]}; do printf "%s %s %s\n" "${o}" "${P2P_OPT_VALUE[$o]:+value}" "${c}"; done
+    done'
+  assert_success
+  local -A kind=()
+  while read -r o v c; do
+    [[ ${v} == value ]] || v=flag
+    [[ -z ${kind[${o}]:-} || ${kind[${o}]} == "${v}" ]] || fail "${o} is a ${v} in ${c} but a ${kind[${o}]} elsewhere"
+    kind[${o}]=${v}
+  done <<<"${output}"
+  [[ ${kind[--kernel]} == value && ${kind[--no-dkms]} == flag && ${kind[--sign-generate]} == flag &&
+    ${kind[--userspace]} == value && ${kind[--force-static-bar1]} == value && ${kind[--chroot]} == value ]] ||
+    fail "wrong kinds: $(declare -p kind)"
+}
+
+@test "every option of a synopsis sets something (no internal error from the parser)" {
+  local o
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  for o in $(cli_eval 'printf "%s\n" "${!P2P_OPT_VALUE[@]}"'); do
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    run cli_eval 'if [[ -n ${P2P_OPT_VALUE[$1]} ]]; then set_opt_value "$1" x; else set_opt_flag "$1"; fi' "${o}"
+    refute_output --partial "internal:"
+    [[ ${status} -eq 0 || ${status} -eq 2 ]] || fail "${o}: exit ${status}: ${output}"
+  done
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run cli_eval 'set_opt_flag --no-such-flag'
+  assert_failure 1
+  assert_output --partial "internal: option --no-such-flag is in a synopsis"
+}
+
+@test "an option no command has is unknown; one of another command does not apply; a flag takes no value" {
+  run_build fetch 565.57.01 --bogus
+  assert_failure 2
+  assert_output "build.sh: unknown option '--bogus' for fetch (see: build.sh help fetch)"
+  run_build fetch 565.57.01 --kernel 6.1.0-1-amd64
+  assert_failure 2
+  assert_output "build.sh: option --kernel does not apply to fetch (see: build.sh help fetch)"
+  run_build fetch 565.57.01 --no-run=yes
+  assert_failure 2
+  assert_output "build.sh: unexpected argument 'yes'"
+  run_build build 565.57.01 --kernel
+  assert_failure 2
+  assert_output "build.sh: --kernel needs a value"
+}
+
 @test "the sudo hand-over of the pipeline's install step passes on every install option the pipeline takes" {
-  local o all install body
+  local o all install
   # shellcheck disable=SC2016 # expanded by the inner bash
-  all=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[all]}"' _ "${BUILD_SH}")
+  all=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[all]}"')
   # shellcheck disable=SC2016 # expanded by the inner bash
-  install=$(bash -c 'source "$1" && printf "%s\n" "${P2P_CMD_OPTS[install]}"' _ "${BUILD_SH}")
+  install=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[install]}"')
+  # every setting on: each option the two share comes back (--no-userspace as --userspace keep)
   # shellcheck disable=SC2016 # expanded by the inner bash
-  body=$(bash -c 'source "$1" && declare -f pipeline_install' _ "${BUILD_SH}")
+  run cli_eval 'P2P_KERNEL=6.1.0-1-amd64 P2P_KREL=6.1.0-1-amd64 P2P_NO_DKMS=1 P2P_NO_USERSPACE=1
+      P2P_NVLINK=off P2P_STATIC_BAR1=0000:01:00.0 P2P_SIGN_GENERATE=1 P2P_SIGN_SOURCE=user
+      P2P_SIGN_KEY=/k P2P_SIGN_CERT=/c P2P_RUN_FILE=/r P2P_RUN_SHA256=abc
+      a=(); for o in ${P2P_CMD_OPTS[install]}; do
+        [[ " ${P2P_CMD_OPTS[all]} " == *" ${o} "* ]] && handover_opt a "${o}"; done; printf "%s\n" "${a[@]}"'
+  assert_success
   for o in ${install}; do
     [[ " ${all} " == *" ${o} "* ]] || continue
-    # --no-userspace is handed on as what it decided: --userspace keep
-    [[ ${o} == --no-userspace ]] && o=--userspace
-    grep -q -e "${o}\b" <<<"${body}" || fail "pipeline_install does not hand ${o} to the install step"
+    [[ ${o} == --no-userspace ]] && continue
+    assert_line "${o}"
   done
+  assert_line keep
+  # an option the pipeline and install share but the hand-over does not know is an internal error
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run cli_eval 'a=(); handover_opt a --no-such-option'
+  assert_failure 1
+  assert_output --partial "does not hand it to the install step"
 }
 
 @test "p2p-doctor's exit codes (drules.h) are build.sh's (common.sh): one set of numbers" {

@@ -141,7 +141,8 @@ STUB
   run grep '^sudo ' "${STUB_LOG}"
   # No --kernel was given: DKMS builds for every kernel with headers, as the
   # pipeline as root does, not for the running kernel only.
-  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --userspace run --run ${RUNFILE}"
+  # install's options in the order of its synopsis (lib/02-cli.sh)
+  assert_output --partial "-- ${BUILD_SH} install ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT} --run ${RUNFILE} --userspace run --yes"
   refute_output --partial "--kernel"
   # The password is asked for first (sudo -v), while the cache is still locked.
   assert_line --index 0 "sudo -v"
@@ -167,7 +168,7 @@ STUB
   run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${FIX}/upstream" --run "${RUNFILE}" --no-ccache --kernel "${FIXTURE_KREL}"
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --userspace run"
+  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --run ${RUNFILE} --userspace run"
 }
 
 @test "through sudo, --no-dkms, --nvlink, the signing options and --lock-wait are handed to the install step" {
@@ -178,10 +179,8 @@ STUB
     --no-dkms --nvlink off --sign-key "${BATS_TEST_TMPDIR}/keys/user.key" --sign-cert "${BATS_TEST_TMPDIR}/keys/user.der"
   assert_failure 10
   run grep '^sudo ' "${STUB_LOG}"
-  assert_output --partial "--no-dkms --nvlink off --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der"
-  assert_output --partial "--yes --lock-wait 60"
   # --no-dkms installs the modules built for this kernel: it is named.
-  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --userspace run"
+  assert_output --partial "--root ${ROOT} --kernel ${FIXTURE_KREL} --no-dkms --run ${RUNFILE} --userspace run --nvlink off --sign-key ${BATS_TEST_TMPDIR}/keys/user.key --sign-cert ${BATS_TEST_TMPDIR}/keys/user.der --yes --lock-wait 60"
 }
 
 @test "the pipeline as root takes the install state's lock too, beside the cache's (11 while another install holds it)" {
