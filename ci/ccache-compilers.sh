@@ -13,7 +13,11 @@
 # Exit: 0 done, 1 a diversion failed, 77 no ccache in the chroot.
 set -euo pipefail
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 main() {
+  help_exit "$@"
   local c name real dir=/usr/libexec/ccache-compilers
   command -v ccache >/dev/null 2>&1 || { echo "ccache-compilers.sh: no ccache here" >&2 && exit 77; }
   for c in /usr/bin/gcc-[0-9]*; do
@@ -33,4 +37,6 @@ main() {
   done
 }
 
-main "$@"
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi

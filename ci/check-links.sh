@@ -12,6 +12,9 @@ set -euo pipefail
 CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 # links FILE: "LINE<TAB>TARGET" for each link outside code.
 links() {
   LC_ALL=C awk '
@@ -81,6 +84,7 @@ check() {
 }
 
 main() {
+  help_exit "$@"
   local f rc=0
   local -a files=("$@")
   if [[ $# -eq 0 ]]; then

@@ -28,6 +28,9 @@ SECURITY_MIRROR="${NVP2P_DEBIAN_SECURITY_MIRROR:-${MIRROR}-security}"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PACKAGES=(gcc g++ make kmod dwarves libc6-dev xz-utils ca-certificates git quilt ccache file bc)
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 die() {
   local code=$1
   shift
@@ -35,11 +38,8 @@ die() {
   exit "${code}"
 }
 
-usage() {
-  sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-}
-
 main() {
+  help_exit "$@"
   if [[ ${1:-} == __inside ]]; then
     shift
     inside "$@"

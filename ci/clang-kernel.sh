@@ -16,9 +16,8 @@
 # when something is missing.
 set -euo pipefail
 
-usage() {
-  sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-}
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 die() {
   printf 'clang-kernel: %s\n' "$2" >&2

@@ -45,6 +45,9 @@ source "${CI_DIR}/chroot-checks.sh"
 GIT="" CACHE="" WORK="" OUT="" TAG="" KVER="" KVER2="" SUITE=""
 INIT_TIMEOUT=${NVP2P_CTR_INIT_TIMEOUT:-2400}
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 die() {
   local code=$1
   shift
@@ -53,6 +56,7 @@ die() {
 }
 
 main() {
+  help_exit "$@"
   parse "$@"
   [[ $(id -u) -eq 0 ]] || die 77 "needs root (chroot, mounts)"
   local t
@@ -98,12 +102,12 @@ parse() {
     --kernel) KVER=$2 ;;
     --other-kernel) KVER2=$2 ;;
     --userspace) SUITE=$2 ;;
-    *) die 2 "unknown option $1" ;;
+    *) usage_error "unknown option $1" ;;
     esac
     shift 2
   done
   [[ -n ${GIT} && -n ${CACHE} && -n ${WORK} && -n ${OUT} && -n ${TAG} && -n ${KVER} && -n ${KVER2} && -n ${SUITE} ]] ||
-    die 2 "usage: $(sed -n 7,8p "${BASH_SOURCE[0]}" | tr -d '#')"
+    usage_error "needs --git, --cache, --work, --out, --tag, --kernel, --other-kernel and --userspace"
 }
 
 # make_data: the repository's data with TAG's .run pin set to the one

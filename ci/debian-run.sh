@@ -29,6 +29,9 @@ shopt -s inherit_errexit
 PKGS=(nvidia-smi libnvidia-ml1)
 TMP=""
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 cleanup() {
   [[ -z ${TMP} ]] || rm -rf -- "${TMP}"
 }
@@ -41,7 +44,8 @@ die() {
 }
 
 main() {
-  [[ $# -ge 3 ]] || die 2 "usage: ci/debian-run.sh TAG SUITE OUT [--mirror URL]"
+  help_exit "$@"
+  [[ $# -ge 3 ]] || usage_error "needs TAG SUITE OUT"
   local tag=$1 suite=$2 out=$3 mirror=http://deb.debian.org/debian tmp
   shift 3
   if [[ ${1:-} == --mirror ]]; then

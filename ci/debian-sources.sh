@@ -15,8 +15,13 @@ CONF="${CI_DIR}/debian-sources.conf"
 source "${REPO_DIR}/build.sh"
 P2P_PROG="debian-sources.sh"
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 main() {
-  local dir=${1:?usage: ci/debian-sources.sh DIR} tag size sha url rest
+  help_exit "$@"
+  [[ $# -eq 1 ]] || usage_error "needs DIR"
+  local dir=$1 tag size sha url rest
   mkdir -p "${dir}"
   while read -r tag size sha url rest; do
     [[ -z ${tag} || ${tag} == \#* ]] && continue

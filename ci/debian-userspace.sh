@@ -53,6 +53,9 @@ STEP_LOG=/tmp/debian-userspace.log
 # shellcheck source=ci/chroot-checks.sh
 source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 # more_components: the chroot's release suite again with contrib, non-free
 # and non-free-firmware (Debian's NVIDIA packages and the GSP firmware); not
 # -security, -updates or -backports: their driver versions (bookworm-security
@@ -260,6 +263,7 @@ modprobe_install() {
 }
 
 main() {
+  help_exit "$@"
   case "${1:-}:$#" in
   candidate:2) candidate "$2" ;;
   steps:5) steps "$2" "$3" "$4" "$5" ;;

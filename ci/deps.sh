@@ -20,6 +20,9 @@ UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git
 BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
   clang lld llvm linux-source-6.1 bc flex bison libelf-dev libssl-dev)
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).
 headers_package() {
@@ -32,13 +35,14 @@ headers_package() {
 }
 
 main() {
+  help_exit "$@"
   local tier=${1:-build}
   local -a packages=("${UNIT_PACKAGES[@]}")
   command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
   case ${tier} in
   unit) ;;
   build) packages+=("${BUILD_PACKAGES[@]}" "$(headers_package)") ;;
-  *) printf 'deps.sh: unknown tier %s (unit or build)\n' "${tier}" >&2 && exit 2 ;;
+  *) usage_error "unknown tier ${tier} (unit or build)" ;;
   esac
   if [[ "$(id -u)" != 0 ]]; then
     # apt-get needs root: as a normal user, through sudo (asks once)

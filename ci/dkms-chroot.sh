@@ -36,6 +36,9 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 die() {
   local code=$1
   shift
@@ -44,12 +47,13 @@ die() {
 }
 
 main() {
+  help_exit "$@"
   if [[ ${1:-} == __inside ]]; then
     shift
     inside "$@"
     return
   fi
-  [[ $# -eq 5 ]] || { sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2 && exit 2; }
+  [[ $# -eq 5 ]] || usage_error "needs ROOT TAG CACHE WORK TAG2"
   local root=$1 tag=$2 cache=$3 work=$4 tag2=$5 repo
   [[ "$(id -u)" == 0 ]] || die 77 "needs root (mounts, chroot)"
   command -v unshare >/dev/null 2>&1 || die 77 "unshare is not installed (util-linux)"

@@ -11,6 +11,9 @@ REPO_DIR="$(dirname "${CI_DIR}")"
 source "${REPO_DIR}/build.sh"
 WORKFLOW="${REPO_DIR}/.github/workflows/matrix.yml"
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 workflow() {
   local tag level ends
   versions_load
@@ -62,6 +65,8 @@ YAML
 }
 
 main() {
+  help_exit "$@"
+  [[ $# -eq 0 || ($# -eq 1 && $1 == --check) ]] || usage_error "unknown argument '$1'"
   if [[ ${1:-} == --check ]]; then
     if ! diff -u "${WORKFLOW}" <(workflow); then
       printf 'gen-workflow.sh: %s is out of date; run ci/gen-workflow.sh\n' "${WORKFLOW#"${REPO_DIR}/"}" >&2

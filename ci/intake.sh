@@ -39,9 +39,8 @@ SUMMARY=""
 PR=0
 EXTRA=()
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-}
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 die() {
   local code=$1

@@ -7,15 +7,20 @@
 # (b) (full: all modules, the QEMU module-load test and the bisect check).
 set -euo pipefail
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 main() {
-  local tag=${1:?usage: ci/job.sh TAG [compile|full]} level=${2:-compile} repo krel
+  help_exit "$@"
+  [[ $# -ge 1 && $# -le 2 ]] || usage_error "needs TAG [compile|full]"
+  local tag=$1 level=${2:-compile} repo krel
   repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
   krel=$(newest_headers)
   "${repo}/build.sh" fetch "${tag}" --no-run
   case ${level} in
   compile) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --compile "${tag}" ;;
   full) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --full "${tag}" --qemu "${krel}" --bisect ;;
-  *) printf 'job.sh: unknown level %s (compile or full)\n' "${level}" >&2 && exit 2 ;;
+  *) usage_error "unknown level ${level} (compile or full)" ;;
   esac
 }
 

@@ -6,8 +6,13 @@
 # `build.sh build --kernel-src`. Exit 77 when the packages cannot be had.
 set -euo pipefail
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 main() {
-  local dir=${1:?usage: ci/kernel-sysroot.sh DIR SERIES} series=${2:?usage: ci/kernel-sysroot.sh DIR SERIES}
+  help_exit "$@"
+  [[ $# -eq 2 ]] || usage_error "needs DIR SERIES"
+  local dir=$1 series=$2
   local abi deb amd64
   abi=$(newest_abi "${series}") || { printf 'kernel-sysroot.sh: no linux-headers-%s.*-amd64 package known to apt\n' "${series}" >&2 && exit 77; }
   amd64="${dir}/usr/src/linux-headers-${abi}-amd64"

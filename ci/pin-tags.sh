@@ -26,9 +26,8 @@ REPO_DIR="$(dirname "${CI_DIR}")"
 source "${REPO_DIR}/build.sh"
 P2P_PROG="pin-tags.sh"
 
-usage() {
-  sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-}
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 main() {
   local cmd=${1:-}

@@ -19,14 +19,13 @@ REPO_DIR="$(dirname "${CI_DIR}")"
 source "${REPO_DIR}/build.sh"
 P2P_PROG="record-tested.sh"
 
-usage() {
-  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
-}
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 main() {
   case ${1:-} in
   -h | --help) usage && return 0 ;;
-  "") die "${EX_USAGE}" "usage: ci/record-tested.sh RESULTS.tsv..." ;;
+  "") usage_error "needs RESULTS files" ;;
   esac
   local file tag stage result token conf tmp line changed=0
   local -A add=() del=() reset=() before=()

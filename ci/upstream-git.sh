@@ -7,8 +7,13 @@
 # Exit 5 when the bundle is missing or broken, 6 on a checksum mismatch.
 set -euo pipefail
 
+# shellcheck source=ci/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+
 main() {
-  local bundle=${1:?usage: ci/upstream-git.sh BUNDLE DIR} dir=${2:?usage: ci/upstream-git.sh BUNDLE DIR} sums want
+  help_exit "$@"
+  [[ $# -eq 2 ]] || usage_error "needs BUNDLE DIR"
+  local bundle=$1 dir=$2 sums want
   [[ -f ${bundle} ]] || fail 5 "no bundle at ${bundle}"
   sums="$(dirname "${bundle}")/SHA256SUMS"
   if [[ -f ${sums} ]]; then

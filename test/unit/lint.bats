@@ -2,6 +2,7 @@
 # Every shell file passes shellcheck (with no blanket disables) and bash -n.
 
 load ../test_helper
+bats_require_minimum_version 1.5.0
 
 shell_files() {
   local f
@@ -112,4 +113,46 @@ layers_copy() {
   run "${REPO_ROOT}/ci/layers.sh" --help
   assert_success
   assert_output --partial "Usage: ci/layers.sh"
+}
+
+@test "every script of ci/ that is run answers --help with its usage (exit 0), from a usage() of its own" {
+  local f name n=0
+  for f in "${REPO_ROOT}"/ci/*.sh; do
+    [[ -x ${f} ]] || continue
+    name=${f#"${REPO_ROOT}/"}
+    grep -q -E '^usage\(\) \{|^source .*/usage\.sh"$' "${f}" || fail "${name} has no usage()"
+    run --separate-stderr "${f}" --help
+    [[ ${status} -eq 0 ]] || fail "${name} --help: exit ${status}"
+    [[ -z ${stderr} ]] || fail "${name} --help wrote to stderr: ${stderr}"
+    [[ ${lines[0]} == *"${name##*/}"* ]] || fail "${name} --help does not start with its name: ${lines[0]}"
+    n=$((n + 1))
+  done
+  [[ ${n} -gt 20 ]] || fail "only ${n} scripts in ci/"
+}
+
+@test "a script of ci/ given a wrong command line says why on stderr and exits 2" {
+  local s
+  for s in "kernel-sysroot.sh" "upstream-git.sh one" "job.sh" "debian-sources.sh" "debian-run.sh a b" \
+    "dkms-chroot.sh a" "deps.sh bogus" "gen-workflow.sh --bogus" "readme-table.sh --bogus" "record-tested.sh"; do
+    # shellcheck disable=SC2086 # the script and its arguments
+    run --separate-stderr "${REPO_ROOT}"/ci/${s}
+    [[ ${status} -eq 2 ]] || fail "ci/${s}: exit ${status}, not 2"
+    [[ -z ${output} ]] || fail "ci/${s} wrote to stdout: ${output}"
+    [[ ${stderr} == "${s%% *}: "* ]] || fail "ci/${s}: stderr does not start with the script's name: ${stderr}"
+  done
+}
+
+@test "docs/layout.md sorts every file of ci/ into one role" {
+  local f name n
+  local section
+  section=$(sed -n '/^## ci\/ by role$/,/^## /p' "${REPO_ROOT}/docs/layout.md" | grep '^| ')
+  for f in "${REPO_ROOT}"/ci/*; do
+    name=${f##*/}
+    n=$(grep -o -F "\`${name}\`" <<<"${section}" | wc -l)
+    [[ ${n} -eq 1 ]] || fail "docs/layout.md names ci/${name} ${n} times in 'ci/ by role'"
+  done
+  # and nothing that is not there
+  while read -r name; do
+    [[ -e ${REPO_ROOT}/ci/${name} ]] || fail "docs/layout.md names ci/${name}, which does not exist"
+  done < <(grep -o -E '`[a-z0-9.-]+\.(sh|conf)`' <<<"${section}" | tr -d '`')
 }
