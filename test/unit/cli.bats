@@ -300,6 +300,19 @@ cli_eval() {
       fail "docs/commands.md lacks exit code row: | ${code} | ${desc} |"
   done <<<"${output}"
   [[ ${n} -gt 20 ]] || fail "help exit-codes listed only ${n} codes"
+  # and the docs have no row the table lacks
+  local rows
+  rows=$(sed -n '/^## Exit codes$/,/^## /p' "${REPO_ROOT}/docs/commands.md" | grep -c -E '^\| [0-9]+ \|')
+  assert_equal "${rows} rows in docs/commands.md" "${n} rows in docs/commands.md"
+}
+
+@test "every exit code build.sh defines (EX_* in common.sh) is in the table help and docs print" {
+  local name table
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  table=$(bash -c 'source "$1" && declare -f exit_code_table' _ "${BUILD_SH}")
+  for name in $(sed -n -E 's/^readonly (EX_[A-Z_]+)=[0-9]+$/\1/p' "${REPO_ROOT}/lib/common.sh"); do
+    grep -q -F "\${${name}}" <<<"${table}" || fail "${name} is not in exit_code_table"
+  done
 }
 
 # --- versions.conf parsing ------------------------------------------------------
