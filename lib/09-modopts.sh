@@ -78,7 +78,6 @@ modprobe_conf_text() {
     printf '# Operator'"'"'s kernelModuleConfig files on top, to\n'
     printf '# /etc/modprobe.d/nvidia-p2p.conf (docs/kubernetes.md, "Which options win").\n'
   elif [[ ${2:-} == --no-install ]]; then
-    # shellcheck disable=SC2153 # PKG_NAME: lib/72-pkgsrc.sh
     printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${PKG_NAME}"
     printf '# change the options (to switch P2P off without rebuilding: comment\n'
     printf '# out the options line(s)), copy this file to /etc/modprobe.d/ and edit\n'

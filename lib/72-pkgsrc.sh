@@ -15,9 +15,6 @@
 # name, made from the verified source, beside the recipe, so the tools build
 # offline; a download from NVIDIA passes the same check.
 
-# The packages' name, in every format.
-readonly PKG_NAME="nvidia-p2p-dkms"
-
 readonly PKGSRC_URL="https://download.nvidia.com/XFree86/NVIDIA-kernel-module-source"
 
 # pkg_maintainer: the maintainer of every package format (Debian's Maintainer
