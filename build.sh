@@ -99,6 +99,9 @@ P2P_NVLINK=""
 # --force-static-bar1 ADDR[,ADDR...], normalized (static_bar1_gpus); empty: none
 P2P_STATIC_BAR1=""
 P2P_NO_CCACHE=0
+# package: --format deb|arch|rpm, --revision N
+P2P_FORMAT="deb"
+P2P_REVISION="1"
 P2P_UNITS_ONLY=0
 P2P_FAMILY=""
 # rebase: --new, --list, --commit, and --chroot NAME:DIR (repeatable)
@@ -109,6 +112,16 @@ P2P_CHROOTS=()
 P2P_HELP=0
 # 1 while the pipeline (build.sh <tag>) runs its stages in this process
 P2P_IN_PIPELINE=0
+# Set by the stages as they run, read by the files below them: the patched
+# tree of this run (patch_tree); the rebase of this run (lib/83-rebase.sh):
+# the source's git directory, the work tree, whether a new family was
+# written, whether the data directory's change is committed, the base tag.
+P2P_PATCHED_DIR=""
+RB_GITDIR=""
+RB_DIR=""
+RB_NEW_FAMILY=""
+RB_COMMITTED=1
+RB_BASE=""
 
 # main ARGS: global options anywhere; then a command, or a tag for the pipeline.
 main() {

@@ -11,7 +11,11 @@
 # if) that names a function defined in another file. Quoted text, comments,
 # here-documents (but the $(...) in unquoted ones), arithmetic and ${...}
 # are not commands. A function called through a variable ("${cmd}") is not
-# seen.
+# seen. The same rule holds for the globals a lib file defines at the start
+# of a line (NAME=, readonly NAME=, declare -A NAME=; upper case, as globals
+# are named; here-documents skipped): a file reads ($NAME, ${NAME}) only
+# those of files below it. build.sh's P2P_* options are set on top for every
+# file to read, so build.sh's own globals are not checked.
 set -euo pipefail
 
 usage() {
@@ -19,8 +23,8 @@ usage() {
 Usage: ci/layers.sh [--edges] [ROOT]
 
 Checks that each of ROOT's build.sh and lib/*.sh (ROOT: this checkout)
-calls only functions of files in lower layers, and that build.sh sources
-lib/ in layer order.
+calls only functions, and reads only globals, of files in lower layers, and
+that build.sh sources lib/ in layer order.
   --edges     also print every call between two files on stdout:
               CALLER<TAB>CALLEE<TAB>FUNCTION<TAB>LINE
   -h, --help  this text
@@ -172,6 +176,7 @@ main() {
   [[ -f ${root}/build.sh && -d ${root}/lib ]] || die 2 "${root}: no build.sh and lib/ there"
   cd "${root}"
   check_calls "${edges}" || bad=1
+  check_globals || bad=1
   check_sources || bad=1
   return "${bad}"
 }
@@ -181,9 +186,10 @@ main() {
 check_calls() {
   local edges=$1 f bad=0 caller word line callee lc le
   local -a files=(build.sh lib/*.sh)
-  local -A owner=()
+  local -A owner=() num=()
   for f in "${files[@]}"; do
-    [[ -n $(layer "${f}") ]] || {
+    num[${f}]=$(layer "${f}")
+    [[ -n ${num[${f}]} ]] || {
       printf 'layers.sh: %s has no layer: name it lib/NN-name.sh\n' "${f}" >&2
       bad=1
     }
@@ -195,7 +201,7 @@ check_calls() {
     callee=${owner[${word}]:-}
     [[ -n ${callee} && ${callee} != "${caller}" ]] || continue
     [[ ${edges} -eq 0 ]] || printf '%s\t%s\t%s\t%s\n' "${caller}" "${callee}" "${word}" "${line}"
-    lc=$(layer "${caller}") le=$(layer "${callee}")
+    lc=${num[${caller}]} le=${num[${callee}]}
     [[ -n ${lc} && -n ${le} ]] || continue
     if [[ ${le} -ge ${lc} ]]; then
       printf 'layers.sh: %s:%s calls %s of %s, which is not below it (layer %s, not below %s)\n' \
@@ -203,6 +209,66 @@ check_calls() {
       bad=1
     fi
   done < <(calls "${files[@]}")
+  return "${bad}"
+}
+
+# globals FILE...: "NAME<TAB>FILE" for each upper-case global a file assigns
+# at the start of a line, plain or with readonly, declare or export, outside
+# here-documents.
+globals() {
+  awk '
+    FNR == 1 { hd = "" }
+    hd != "" { if ($0 ~ "^[ \t]*" hd "$") hd = ""; next }
+    match($0, /<<-?[ \t]*[\047"]?[A-Za-z_][A-Za-z0-9_]*/) {
+      hd = substr($0, RSTART, RLENGTH)
+      sub(/^<<-?[ \t]*[\047"]?/, "", hd)
+    }
+    match($0, /^((readonly|export|declare( -[A-Za-z]+)*) )?[A-Z_][A-Z0-9_]*(\+)?=/) {
+      w = substr($0, 1, RLENGTH)
+      sub(/^((readonly|export|declare( -[A-Za-z]+)*) )/, "", w)
+      sub(/\+?=$/, "", w)
+      print w "\t" FILENAME
+    }' "$@"
+}
+
+# reads FILE...: "FILE<TAB>NAME<TAB>LINE" for each $NAME or ${NAME (also
+# ${#NAME, ${!NAME) outside comment lines.
+reads() {
+  awk '
+    /^[ \t]*#/ { next }
+    {
+      line = $0
+      while (match(line, /\$\{?[#!]?[A-Za-z_][A-Za-z0-9_]*/)) {
+        w = substr(line, RSTART, RLENGTH)
+        sub(/^\$\{?[#!]?/, "", w)
+        print FILENAME "\t" w "\t" FNR
+        line = substr(line, RSTART + RLENGTH)
+      }
+    }' "$@"
+}
+
+# check_globals: one line on stderr per read of a global of a lib file not
+# below the reader's layer.
+check_globals() {
+  local f bad=0 reader word line owner_f lr lo
+  local -A owner=() num=()
+  for f in build.sh lib/*.sh; do
+    num[${f}]=$(layer "${f}")
+  done
+  while IFS=$'\t' read -r word f; do
+    [[ -n ${owner[${word}]:-} ]] || owner[${word}]=${f}
+  done < <(globals lib/*.sh)
+  while IFS=$'\t' read -r reader word line; do
+    owner_f=${owner[${word}]:-}
+    [[ -n ${owner_f} && ${owner_f} != "${reader}" ]] || continue
+    lr=${num[${reader}]} lo=${num[${owner_f}]}
+    [[ -n ${lr} && -n ${lo} ]] || continue
+    if [[ ${lo} -ge ${lr} ]]; then
+      printf 'layers.sh: %s:%s reads %s of %s, which is not below it (layer %s, not below %s)\n' \
+        "${reader}" "${line}" "${word}" "${owner_f}" "${lo}" "${lr}" >&2
+      bad=1
+    fi
+  done < <(reads build.sh lib/*.sh)
   return "${bad}"
 }
 

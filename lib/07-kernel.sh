@@ -2,6 +2,12 @@
 # lib/07-kernel.sh: the target kernel: its release, its headers (or a kernel
 # build directory), and the package that would give the headers.
 
+# resolve_kernel: set P2P_KREL, P2P_SYSSRC and P2P_SYSOUT from --kernel or
+# --kernel-src (default: the running kernel's installed headers).
+P2P_KREL=""
+P2P_SYSSRC=""
+P2P_SYSOUT=""
+
 resolve_kernel() {
   [[ -n ${P2P_KREL} ]] && return 0
   if [[ -n ${P2P_KERNEL_SRC} ]]; then

@@ -5,10 +5,9 @@
 # backs up each path before it changes and restores them all on failure.
 
 readonly P2P_NAME="nvidia-p2p"
-# The name of the packages `build.sh package` makes, in every format: the
-# install state and the module options name it too.
-# shellcheck disable=SC2034 # read by 09-modopts, 66-dkms and the packaging files (72-75)
-readonly PKG_NAME="nvidia-p2p-dkms"
+# Set once the .run has started (lib/62-userspace.sh), so a rollback can say
+# that it was not undone.
+P2P_USERSPACE_TOUCHED=""
 
 p2p_moddir() { printf '%s/lib/modules/%s/updates/%s\n' "${P2P_ROOT}" "$1" "${P2P_NAME}"; }
 

@@ -3,6 +3,13 @@
 # modprobe.d options of the family (registry keys, NVLink mode, static BAR1
 # per GPU) and the depmod.d search order.
 
+# The five modules of the driver, as modprobe names them.
+readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
+
+# The name of the packages `build.sh package` makes, in every format (the
+# options file they ship names it).
+readonly P2P_PKG_NAME="nvidia-p2p-dkms"
+
 p2p_depmod_conf() { printf '%s/etc/depmod.d/%s.conf\n' "${P2P_ROOT}" "${P2P_NAME}"; }
 
 p2p_modprobe_conf() { printf '%s/etc/modprobe.d/%s.conf\n' "${P2P_ROOT}" "${P2P_NAME}"; }
@@ -78,7 +85,7 @@ modprobe_conf_text() {
     printf '# Operator'"'"'s kernelModuleConfig files on top, to\n'
     printf '# /etc/modprobe.d/nvidia-p2p.conf (docs/kubernetes.md, "Which options win").\n'
   elif [[ ${2:-} == --no-install ]]; then
-    printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${PKG_NAME}"
+    printf '# Shipped by the package %s, removed with it (not a conffile). To\n' "${P2P_PKG_NAME}"
     printf '# change the options (to switch P2P off without rebuilding: comment\n'
     printf '# out the options line(s)), copy this file to /etc/modprobe.d/ and edit\n'
     printf '# the copy: it overrides this file as a whole. It stays when the package\n'

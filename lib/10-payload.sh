@@ -4,6 +4,9 @@
 # and container ship it.
 
 readonly DKMS_MODULE="nvidia-p2p"
+# Where DKMS installs modules on Debian and Ubuntu (its DEST_MODULE_LOCATION
+# is overridden there; dkms.conf asks for the same place elsewhere).
+readonly DKMS_DEST="updates/dkms"
 
 payload_dir() { printf '%s/%s/dkms-src\n' "${P2P_WORK_DIR}" "$1"; }
 

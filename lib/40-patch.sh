@@ -71,8 +71,8 @@ quilt_in() {
   quilt_run "$1" "$(family_dir "$2")" "$3" "${@:4}"
 }
 
-# patch_tree TAG OUT: sets P2P_PATCHED_DIR to a tree with the series applied.
-P2P_PATCHED_DIR=""
+# patch_tree TAG OUT: sets P2P_PATCHED_DIR (build.sh) to a tree with
+# the series applied.
 patch_tree() {
   local tag=$1 out=$2 fingerprint series tmp rc=0
   need_cmd quilt quilt

@@ -2,7 +2,6 @@
 # lib/50-build.sh: the build stage. kbuild of the patched tree for one kernel,
 # then checks of the five modules (present, version = tag, vermagic = kernel).
 
-readonly P2P_MODULES="nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem"
 readonly BUILD_STAMP=".nvidia-p2p-build"
 # The kernel-independent objects upstream's make leaves in a tree (relative
 # paths): the same for every kernel, linked into nvidia.ko / nvidia-modeset.ko.
@@ -65,12 +64,6 @@ cmd_build() {
   build_modules "${tag}"
   printf '%s\n' "${P2P_MODULES_DIR}"
 }
-
-# resolve_kernel: set P2P_KREL, P2P_SYSSRC and P2P_SYSOUT from --kernel or
-# --kernel-src (default: the running kernel's installed headers).
-P2P_KREL=""
-P2P_SYSSRC=""
-P2P_SYSOUT=""
 
 # kernel_cc SYSOUT: the C compiler to build with: the one the kernel was built
 # with (the first word of CONFIG_CC_VERSION_TEXT, e.g. gcc-14) when it is

@@ -4,9 +4,6 @@
 # userspace libraries end up at exactly the module's version: a
 # "Driver/library version mismatch" must not be left behind.
 
-# Set once the .run has started, so a rollback can say that it was not undone.
-P2P_USERSPACE_TOUCHED=""
-
 # install_userspace TAG RUN: run the verified installer.
 install_userspace() {
   local tag=$1 runfile=$2 expected

@@ -22,9 +22,6 @@
 
 # The oldest dkms this was tested with (Debian 12's).
 readonly DKMS_MIN_VERSION="3.0.10"
-# Where DKMS installs modules on Debian and Ubuntu (its DEST_MODULE_LOCATION
-# is overridden there; dkms.conf asks for the same place elsewhere).
-readonly DKMS_DEST="updates/dkms"
 
 P2P_KERNELS=()
 
@@ -281,7 +278,7 @@ installed_module_tags() {
       [[ -f ${f} ]] && sed -n -E 's/^tag=([^ ]+) .*/\1/p' "${f}"
     done
     if command -v dpkg-query >/dev/null 2>&1; then
-      v=$(dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${PKG_NAME}" 2>/dev/null | sed -n -E 's/^ii +([^ ]+)-[^-]+$/\1/p') || v=""
+      v=$(dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${P2P_PKG_NAME}" 2>/dev/null | sed -n -E 's/^ii +([^ ]+)-[^-]+$/\1/p') || v=""
       if [[ -n ${v} ]]; then
         printf '%s\n' "${v}"
       fi

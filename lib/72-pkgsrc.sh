@@ -37,7 +37,7 @@ pkg_maintainer() {
 pkg_userspace_check() {
   local tag=$1 pkg=$2 version=$3 how=$4
   [[ -z ${version} || ${version} == "${tag}" ]] && return 0
-  die "${EX_MISMATCH}" "this machine has ${pkg} ${version}, and the ${PKG_NAME} ${tag} package needs the userspace of exactly ${tag}: its package manager would not install it here. Install ${pkg} ${tag} (${how}) or package the tag of your userspace (${version}); nothing was written"
+  die "${EX_MISMATCH}" "this machine has ${pkg} ${version}, and the ${P2P_PKG_NAME} ${tag} package needs the userspace of exactly ${tag}: its package manager would not install it here. Install ${pkg} ${tag} (${how}) or package the tag of your userspace (${version}); nothing was written"
 }
 
 # pkg_source_ready TAG: what every package format starts with: the NVLink
@@ -54,7 +54,7 @@ pkg_source_ready() {
 # (the recipe: PKGBUILD, spec).
 pkgsrc_prepare() {
   pkg_source_ready "$1"
-  stage recipe "$2 of ${PKG_NAME} $1-${P2P_REVISION} (family ${V_FAMILY[$1]})"
+  stage recipe "$2 of ${P2P_PKG_NAME} $1-${P2P_REVISION} (family ${V_FAMILY[$1]})"
 }
 
 # pkgsrc_dir TAG: the top directory of NVIDIA's tarball of TAG.
@@ -64,7 +64,7 @@ pkgsrc_dir() { printf 'NVIDIA-kernel-module-source-%s\n' "$1"; }
 pkgsrc_url() { printf '%s/%s.tar.xz\n' "${PKGSRC_URL}" "$(pkgsrc_dir "$1")"; }
 
 # pkg_base TAG: name-version-revision, how the Arch and RPM files begin.
-pkg_base() { printf '%s-%s-%s\n' "${PKG_NAME}" "$1" "${P2P_REVISION}"; }
+pkg_base() { printf '%s-%s-%s\n' "${P2P_PKG_NAME}" "$1" "${P2P_REVISION}"; }
 
 # pkgsrc_tarball TAG DIR: DIR/<pkgsrc_dir>.tar.xz from the verified source of
 # TAG (fetch_source first), the same bytes for the same source: names sorted,

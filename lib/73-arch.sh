@@ -79,7 +79,7 @@ arch_recipe() {
   pkgsrc_tarball "${tag}" "${dir}"
   while IFS= read -r name; do patches+=("${name}"); done < <(pkgsrc_patches "${tag}" "${dir}")
   pkgsrc_files "${tag}" "${dir}" "mkinitcpio -P"
-  arch_install_text "${tag}" >"${dir}/${PKG_NAME}.install"
+  arch_install_text "${tag}" >"${dir}/${P2P_PKG_NAME}.install"
   files=("${patches[@]}" dkms.conf nvidia-p2p.conf nvidia-p2p-depmod.conf)
   arch_pkgbuild "${tag}" "${dir}" "${#patches[@]}" "${files[@]}" >"${dir}/PKGBUILD"
 }
@@ -92,12 +92,12 @@ arch_makepkg() {
   local tag=$1 scratch=$2 rc=0
   cp -a -- "${scratch}/recipe" "${scratch}/build"
   mkdir -p "${scratch}/pkg"
-  stage makepkg "${PKG_NAME} ${tag}: check the source, apply the series, build nv-kernel.o and nv-modeset-kernel.o (about 3 minutes on 2 idle cores)"
+  stage makepkg "${P2P_PKG_NAME} ${tag}: check the source, apply the series, build nv-kernel.o and nv-modeset-kernel.o (about 3 minutes on 2 idle cores)"
   (cd "${scratch}/build" && run_logged env PKGDEST="${scratch}/pkg" SRCDEST="${scratch}/build" BUILDDIR="${scratch}/build" \
     PKGEXT=.pkg.tar.zst SRCEXT=.src.tar.gz makepkg --nodeps --noconfirm --nocolor --cleanbuild) || rc=$?
   if [[ ${rc} -ne 0 || ! -f ${scratch}/pkg/$(arch_pkg_file "${tag}") ]]; then
     show_build_errors
-    die "${EX_BUILD}" "makepkg could not build ${PKG_NAME} ${tag} (exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was written"
+    die "${EX_BUILD}" "makepkg could not build ${P2P_PKG_NAME} ${tag} (exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was written"
   fi
 }
 
@@ -107,12 +107,12 @@ arch_pkgbuild() {
   local tag=$1 dir=$2 npatches=$3 f i=0
   shift 3
   cat <<EOF
-# PKGBUILD of ${PKG_NAME} ${tag}-${P2P_REVISION}, written by nvidia-p2p build.sh
+# PKGBUILD of ${P2P_PKG_NAME} ${tag}-${P2P_REVISION}, written by nvidia-p2p build.sh
 # ${P2P_VERSION} (\`build.sh package ${tag} --format arch\`): NVIDIA's open kernel
 # modules ${tag} with the PCIe P2P series of family ${V_FAMILY[${tag}]}, as DKMS source.
 # Maintainer: $(pkg_maintainer)
 
-pkgname=${PKG_NAME}
+pkgname=${P2P_PKG_NAME}
 pkgver=${tag}
 pkgrel=${P2P_REVISION}
 pkgdesc="NVIDIA open kernel modules with PCIe P2P for GeForce GPUs (DKMS source)"
@@ -124,7 +124,7 @@ makedepends=('git' 'binutils')
 provides=('NVIDIA-MODULE' "nvidia-open-dkms=\${pkgver}")
 conflicts=('NVIDIA-MODULE' 'nvidia-open-dkms')
 options=('!strip' '!debug' '!lto')
-install=${PKG_NAME}.install
+install=${P2P_PKG_NAME}.install
 # The pinned upstream tree: git tree id of the tag, and without .github/ and
 # CHANGELOG.md (NVIDIA's tarball); prepare() refuses any other source.
 _tree=${V_TREE[${tag}]}
@@ -173,9 +173,9 @@ EOF
 arch_install_text() {
   recipe_fn post_install
   cat <<EOF
-	echo "${PKG_NAME}: dkms builds the modules ${DKMS_MODULE}/\${1%-*} for every kernel with headers (pacman's dkms hook)."
-	echo "${PKG_NAME}: the P2P options are in /usr/lib/modprobe.d/nvidia-p2p.conf; where the nvidia"
-	echo "${PKG_NAME}: modules are in the initramfs, run mkinitcpio -P, then reboot, and check with: build.sh verify"
+	echo "${P2P_PKG_NAME}: dkms builds the modules ${DKMS_MODULE}/\${1%-*} for every kernel with headers (pacman's dkms hook)."
+	echo "${P2P_PKG_NAME}: the P2P options are in /usr/lib/modprobe.d/nvidia-p2p.conf; where the nvidia"
+	echo "${P2P_PKG_NAME}: modules are in the initramfs, run mkinitcpio -P, then reboot, and check with: build.sh verify"
 }
 
 EOF

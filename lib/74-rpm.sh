@@ -70,15 +70,15 @@ rpm_package() {
   mk_temp_dir "${out}"
   scratch=${P2P_TMP}
   mkdir -p "${scratch}/SOURCES" "${scratch}/SPECS"
-  rpm_recipe "${tag}" "${scratch}/SOURCES" >"${scratch}/SPECS/${PKG_NAME}.spec"
-  stage rpmbuild "${PKG_NAME} ${tag}: check the source, apply the series, build nv-kernel.o and nv-modeset-kernel.o (about 3 minutes on 2 idle cores)"
+  rpm_recipe "${tag}" "${scratch}/SOURCES" >"${scratch}/SPECS/${P2P_PKG_NAME}.spec"
+  stage rpmbuild "${P2P_PKG_NAME} ${tag}: check the source, apply the series, build nv-kernel.o and nv-modeset-kernel.o (about 3 minutes on 2 idle cores)"
   # --nodeps: the build dependencies are this machine's tools (rpm_preflight
   # checked them), not packages in an RPM database.
   run_logged rpmbuild -ba --nodeps --define "_topdir ${scratch}" --define "_rpmdir ${scratch}/RPMS" \
-    --define "_srcrpmdir ${scratch}/SRPMS" --define "_build_id_links none" "${scratch}/SPECS/${PKG_NAME}.spec" || rc=$?
+    --define "_srcrpmdir ${scratch}/SRPMS" --define "_build_id_links none" "${scratch}/SPECS/${P2P_PKG_NAME}.spec" || rc=$?
   if [[ ${rc} -ne 0 || ! -f ${scratch}/RPMS/x86_64/$(rpm_file "${tag}" x86_64) || ! -f ${scratch}/SRPMS/$(rpm_file "${tag}" src) ]]; then
     show_build_errors
-    die "${EX_BUILD}" "rpmbuild could not build ${PKG_NAME} ${tag} (exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was written"
+    die "${EX_BUILD}" "rpmbuild could not build ${P2P_PKG_NAME} ${tag} (exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was written"
   fi
   mv -f -- "${scratch}/SRPMS/$(rpm_file "${tag}" src)" "${srpm}"
   mv -f -- "${scratch}/RPMS/x86_64/$(rpm_file "${tag}" x86_64)" "${rpm}"
@@ -100,7 +100,7 @@ rpm_spec() {
   local tag=$1 p i=0 c
   shift
   cat <<EOF
-# Spec of ${PKG_NAME} ${tag}-${P2P_REVISION}, written by nvidia-p2p build.sh
+# Spec of ${P2P_PKG_NAME} ${tag}-${P2P_REVISION}, written by nvidia-p2p build.sh
 # ${P2P_VERSION} (\`build.sh package ${tag} --format rpm\`): NVIDIA's open kernel
 # modules ${tag} with the PCIe P2P series of family ${V_FAMILY[${tag}]}, as DKMS source.
 %global debug_package %{nil}
@@ -111,7 +111,7 @@ rpm_spec() {
 %global src_tree ${V_TREE[${tag}]}
 %global src_core ${V_CORE[${tag}]}
 
-Name:           ${PKG_NAME}
+Name:           ${P2P_PKG_NAME}
 Version:        ${tag}
 Release:        ${P2P_REVISION}
 Summary:        NVIDIA open kernel modules with PCIe P2P for GeForce GPUs (DKMS source)

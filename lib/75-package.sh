@@ -117,9 +117,6 @@ binutils, make, xz and a C compiler.
 EOF
 }
 
-P2P_FORMAT="deb"
-P2P_REVISION="1"
-
 cmd_package() {
   local tag=""
   parse_stage_args package tag "$@"
@@ -137,13 +134,13 @@ cmd_package() {
     arch_preflight
     arch_userspace_check "${tag}"
     arch_package "${tag}"
-    stage finished "${PKG_NAME} ${tag}-${P2P_REVISION} for Arch"
+    stage finished "${P2P_PKG_NAME} ${tag}-${P2P_REVISION} for Arch"
     ;;
   rpm)
     rpm_preflight
     rpm_userspace_check "${tag}"
     rpm_package "${tag}"
-    stage finished "${PKG_NAME} ${tag}-${P2P_REVISION} RPM"
+    stage finished "${P2P_PKG_NAME} ${tag}-${P2P_REVISION} RPM"
     ;;
   esac
 }
@@ -234,7 +231,7 @@ objects_present() {
 deb_version() { printf '%s-%s\n' "$1" "${P2P_REVISION}"; }
 
 # deb_file VERSION: the package's file name for VERSION.
-deb_file() { printf '%s_%s_amd64.deb\n' "${PKG_NAME}" "$1"; }
+deb_file() { printf '%s_%s_amd64.deb\n' "${P2P_PKG_NAME}" "$1"; }
 
 # deb_build TAG [OUT]: the package from the payload, in OUT (default: --out,
 # else the current directory); prints its path.
@@ -279,7 +276,7 @@ deb_build() {
 # named in it.
 deb_tree() {
   local tag=$1 d=$2 doc conf
-  doc="${d}/usr/share/doc/${PKG_NAME}"
+  doc="${d}/usr/share/doc/${P2P_PKG_NAME}"
   conf=$(basename "$(p2p_modprobe_conf)")
   mkdir -p "${d}/DEBIAN" "${d}/usr/src" "${d}/etc/depmod.d" "${doc}" \
     "${d}/usr/share/lintian/overrides" "${d}/$(dirname "${PKG_MODPROBE_LOAD}")"
@@ -290,7 +287,7 @@ deb_tree() {
   find "${d}/usr/src" -type f -exec chmod 0644 {} +
   find "${d}/usr/src" -type f -name '*.sh' -exec chmod 0755 {} +
   find "${d}/usr/src" -name '.gitignore' -delete
-  deb_lintian_overrides "${tag}" >"${d}/usr/share/lintian/overrides/${PKG_NAME}"
+  deb_lintian_overrides "${tag}" >"${d}/usr/share/lintian/overrides/${P2P_PKG_NAME}"
   modprobe_conf_text "${tag}" --no-install >"${d}/${PKG_MODPROBE_OPTS}"
   printf '\n# The install lines that load these modules: /%s\n' "${PKG_MODPROBE_LOAD}" >>"${d}/${PKG_MODPROBE_OPTS}"
   deb_modprobe_load_text "${tag}" >"${d}/${PKG_MODPROBE_LOAD}"
@@ -307,14 +304,14 @@ deb_tree() {
   chmod 0755 "${d}/DEBIAN/preinst" "${d}/DEBIAN/postinst" "${d}/DEBIAN/prerm" "${d}/DEBIAN/postrm"
   chmod 0644 "${d}/DEBIAN/control" "${d}/DEBIAN/conffiles" "${d}/DEBIAN/triggers" \
     "${d}/${PKG_MODPROBE_OPTS}" "${d}/etc/depmod.d/${conf}" "${doc}/copyright" "${doc}/changelog.Debian.gz" \
-    "${d}/usr/share/lintian/overrides/${PKG_NAME}" "${d}/${PKG_MODPROBE_LOAD}"
+    "${d}/usr/share/lintian/overrides/${P2P_PKG_NAME}" "${d}/${PKG_MODPROBE_LOAD}"
   (cd "${d}" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) >"${d}/DEBIAN/md5sums"
   chmod 0644 "${d}/DEBIAN/md5sums"
 }
 
 # deb_modprobe_load_text TAG: PKG_MODPROBE_LOAD's text: the install lines.
 deb_modprobe_load_text() {
-  printf '# Installed by %s %s; removed with it (not a conffile).\n' "${PKG_NAME}" "$1"
+  printf '# Installed by %s %s; removed with it (not a conffile).\n' "${P2P_PKG_NAME}" "$1"
   printf '# Options: /%s. To change these lines, copy this file\n' "${PKG_MODPROBE_OPTS}"
   printf '# to /etc/modprobe.d/%s: a file there overrides this one\n' "${PKG_MODPROBE_LOAD##*/}"
   printf '# (and stays when the package is removed).\n'
@@ -383,7 +380,7 @@ deb_control() {
   local tag=$1 d=$2 size
   size=$(du -sk --exclude=DEBIAN "${d}" | cut -f1)
   cat <<EOF
-Package: ${PKG_NAME}
+Package: ${P2P_PKG_NAME}
 Version: $(deb_version "${tag}")
 Architecture: amd64
 Maintainer: $(pkg_maintainer)
@@ -445,19 +442,19 @@ deb_lintian_overrides() {
   cat <<EOF
 # Objects DKMS links into nvidia.ko and nvidia-modeset.ko (Debian's own
 # nvidia-kernel-dkms ships them the same way); the link needs their symbols.
-${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia/nv-kernel.o_binary]
-${PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kernel.o_binary]
+${P2P_PKG_NAME}: unstripped-binary-or-object [${src}/nvidia/nv-kernel.o_binary]
+${P2P_PKG_NAME}: unstripped-binary-or-object [${src}/nvidia-modeset/nv-modeset-kernel.o_binary]
 # A local build for apt install ./file.deb, never uploaded to an archive.
-${PKG_NAME}: initial-upload-closes-no-bugs *
+${P2P_PKG_NAME}: initial-upload-closes-no-bugs *
 # 'install' lines load our modules where Debian's driver packages redirect
 # modprobe nvidia to nvidia-current with theirs; only an earlier 'install'
 # line can win over that (a softdep cannot). (Lintian of bookworm checks
 # only etc/modprobe.d and calls this override unused; later ones check
 # usr/lib/modprobe.d too.)
-${PKG_NAME}: obsolete-command-in-modprobe.d-file install [${PKG_MODPROBE_LOAD}]
+${P2P_PKG_NAME}: obsolete-command-in-modprobe.d-file install [${PKG_MODPROBE_LOAD}]
 # Built without debhelper: these are the rm_conffile lines dh_installdeb
 # writes for a debian/maintscript entry, in preinst, postinst and postrm.
-${PKG_NAME}: maintainer-script-should-not-use-dpkg-maintscript-helper *
+${P2P_PKG_NAME}: maintainer-script-should-not-use-dpkg-maintscript-helper *
 EOF
 }
 
@@ -480,7 +477,7 @@ deb_preinst() {
   local tag=$1
   cat <<EOF
 #!/bin/sh
-# preinst of ${PKG_NAME} ${tag}: the options conffile of older packages
+# preinst of ${P2P_PKG_NAME} ${tag}: the options conffile of older packages
 # (${PKG_OLD_CONFFILE}) goes: the options are in /${PKG_MODPROBE_OPTS} now.
 set -e
 $(deb_rm_conffile "${tag}")
@@ -494,7 +491,7 @@ deb_postrm() {
   local tag=$1
   cat <<EOF
 #!/bin/sh
-# postrm of ${PKG_NAME} ${tag}: finishes or undoes the removal of the
+# postrm of ${P2P_PKG_NAME} ${tag}: finishes or undoes the removal of the
 # options conffile of older packages (${PKG_OLD_CONFFILE}).
 set -e
 $(deb_rm_conffile "${tag}")
@@ -507,7 +504,7 @@ deb_postinst() {
   prior="$(deb_version "${tag}")~"
   cat <<EOF
 #!/bin/sh
-# postinst of ${PKG_NAME} ${tag}: DKMS builds the modules for every installed
+# postinst of ${P2P_PKG_NAME} ${tag}: DKMS builds the modules for every installed
 # kernel that has headers (DKMS's kernel hooks do it for later kernels).
 set -e
 $(deb_rm_conffile "${tag}")
@@ -515,7 +512,7 @@ NAME=${DKMS_MODULE}
 VERSION=${tag}
 if [ "\$1" = configure ] && [ -n "\$2" ] && [ -e ${PKG_OLD_CONFFILE}.dpkg-bak ] &&
 	dpkg --compare-versions -- "\$2" le-nl "${prior}"; then
-	echo "${PKG_NAME}: your changes to ${PKG_OLD_CONFFILE} are in ${PKG_OLD_CONFFILE}.dpkg-bak, which modprobe does not read: the P2P options are now those of /${PKG_MODPROBE_OPTS}. To keep your changes, copy that file to ${PKG_OLD_CONFFILE}, edit it (it overrides the package's file), then run update-initramfs -u" >&2
+	echo "${P2P_PKG_NAME}: your changes to ${PKG_OLD_CONFFILE} are in ${PKG_OLD_CONFFILE}.dpkg-bak, which modprobe does not read: the P2P options are now those of /${PKG_MODPROBE_OPTS}. To keep your changes, copy that file to ${PKG_OLD_CONFFILE}, edit it (it overrides the package's file), then run update-initramfs -u" >&2
 fi
 if [ "\$1" = configure ]; then
 	if [ -z "\$(dkms status -m "\$NAME" -v "\$VERSION")" ]; then
@@ -526,7 +523,7 @@ if [ "\$1" = configure ]; then
 		[ -d "\$dir" ] || continue
 		kver=\${dir##*/}
 		if [ ! -e "\$dir/build/Makefile" ]; then
-			echo "${PKG_NAME}: no headers for kernel \$kver: DKMS builds \$NAME when they are installed" >&2
+			echo "${P2P_PKG_NAME}: no headers for kernel \$kver: DKMS builds \$NAME when they are installed" >&2
 			continue
 		fi
 		if ! dkms install -m "\$NAME" -v "\$VERSION" -k "\$kver"; then
@@ -534,7 +531,7 @@ if [ "\$1" = configure ]; then
 		fi
 	done
 	if [ -n "\$failed" ]; then
-		echo "${PKG_NAME}: DKMS could not build \$NAME/\$VERSION for:\$failed (see /var/lib/dkms/\$NAME/\$VERSION/build/make.log)" >&2
+		echo "${P2P_PKG_NAME}: DKMS could not build \$NAME/\$VERSION for:\$failed (see /var/lib/dkms/\$NAME/\$VERSION/build/make.log)" >&2
 		exit 1
 	fi
 fi
@@ -546,7 +543,7 @@ deb_prerm() {
   local tag=$1
   cat <<EOF
 #!/bin/sh
-# prerm of ${PKG_NAME} ${tag}: DKMS removes the modules from every kernel.
+# prerm of ${P2P_PKG_NAME} ${tag}: DKMS removes the modules from every kernel.
 set -e
 NAME=${DKMS_MODULE}
 VERSION=${tag}
@@ -573,7 +570,7 @@ EOF
 deb_changelog() {
   local tag=$1
   cat <<EOF
-${PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
+${P2P_PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
 
   * Built by nvidia-p2p build.sh ${P2P_VERSION} from the verified upstream
     source of ${tag} and patch family ${V_FAMILY[${tag}]}.

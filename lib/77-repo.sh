@@ -16,7 +16,7 @@
 
 readonly REPO_KEYRING="nvidia-p2p-archive-keyring.gpg"
 readonly REPO_SOURCES="nvidia-p2p.sources"
-readonly REPO_POOL_PATH="pool/main/n/${PKG_NAME}"
+readonly REPO_POOL_PATH="pool/main/n/${P2P_PKG_NAME}"
 
 help_repo() {
   cat <<'EOF'
@@ -265,8 +265,8 @@ repo_check_deb() {
   name=$(sed -n 's/^Package: //p' <<<"${fields}")
   version=$(sed -n 's/^Version: //p' <<<"${fields}")
   arch=$(sed -n 's/^Architecture: //p' <<<"${fields}")
-  [[ ${name} == "${PKG_NAME}" && ${arch} == amd64 ]] ||
-    die "${EX_USAGE}" "${deb}: package ${name:-?} (${arch:-?}), not ${PKG_NAME} (amd64)"
+  [[ ${name} == "${P2P_PKG_NAME}" && ${arch} == amd64 ]] ||
+    die "${EX_USAGE}" "${deb}: package ${name:-?} (${arch:-?}), not ${P2P_PKG_NAME} (amd64)"
   require_tag "${version%-*}"
 }
 

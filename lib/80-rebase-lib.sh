@@ -6,6 +6,13 @@
 # hosted workflow and the tables generated from versions.conf.
 REBASE_WRITES=(versions.conf patches .github/workflows README.md docs/verification-record.md)
 
+# Where rebase and rebase --new fetch upstream's tags without --source.
+readonly UPSTREAM_GIT_URL="https://github.com/NVIDIA/open-gpu-kernel-modules.git"
+
+# upstream_git: where upstream's tags come from without --source (the tests
+# set NVP2P_UPSTREAM_GIT to a local repository).
+upstream_git() { printf '%s\n' "${NVP2P_UPSTREAM_GIT:-${UPSTREAM_GIT_URL}}"; }
+
 # rebase_lock: one rebase at a time may change a data directory (inherited by
 # the runs rebase --new starts).
 RB_LOCK_FD=""

@@ -18,7 +18,7 @@ rebase_new() {
   [[ -z ${P2P_FAMILY} && -z ${P2P_RUN_SHA256} ]] ||
     die "${EX_USAGE}" "--family and --run-sha256 name one tag's family and .run; rebase --new takes neither"
   versions_load
-  source=${P2P_SOURCE:-${NVP2P_UPSTREAM_GIT:-${UPSTREAM_GIT_URL}}}
+  source=${P2P_SOURCE:-$(upstream_git)}
   mapfile -t tags < <(rebase_new_tags "${source}")
   if [[ ${#tags[@]} -eq 0 ]]; then
     # with --list on stderr: stdout stays the list (empty)

@@ -35,7 +35,6 @@
 # interrupted run undoes what it renamed. `rebase --new` (lib/82-rebase-new.sh)
 # does this for every tag of the source that versions.conf lacks.
 
-readonly UPSTREAM_GIT_URL="https://github.com/NVIDIA/open-gpu-kernel-modules.git"
 readonly RUN_URL_BASE="https://us.download.nvidia.com/XFree86/Linux-x86_64"
 
 help_rebase() {
@@ -111,13 +110,6 @@ made from versions.conf (ci/readme-table.sh) are regenerated. The .run
 checksum is recorded as unknown unless --run-sha256 gives it.
 EOF
 }
-
-# Set by the steps below.
-RB_GITDIR=""
-RB_DIR=""
-RB_NEW_FAMILY=""
-RB_COMMITTED=1
-RB_BASE=""
 
 cmd_rebase() {
   local tag=""
@@ -308,7 +300,7 @@ rebase_gitdir() {
     [[ -e ${src} ]] || die "${EX_FETCH}" "--source ${src}: no such file or directory"
     die "${EX_USAGE}" "--source ${src} is not a git repository or bundle: rebase computes the pins from the git tag, and a tarball or tree alone cannot be pinned (use it with build.sh fetch once the tag is listed)"
   fi
-  rebase_fetch "${tag}" "${NVP2P_UPSTREAM_GIT:-${UPSTREAM_GIT_URL}}"
+  rebase_fetch "${tag}" "$(upstream_git)"
 }
 
 # rebase_fetch TAG FROM: fetch the tag, and the listed tag nearest to it of

@@ -416,7 +416,7 @@ collect_ours() {
   {
     printf 'nvidia-p2p-installed: %s\n' "${tags:-none}"
     if command -v dpkg-query >/dev/null 2>&1; then
-      deb=$({ dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${PKG_NAME}" 2>/dev/null || true; } | sed -n -E 's/^ii +([^ ]+)$/\1/p')
+      deb=$({ dpkg-query -W -f '${db:Status-Abbrev} ${Version}\n' "${P2P_PKG_NAME}" 2>/dev/null || true; } | sed -n -E 's/^ii +([^ ]+)$/\1/p')
       others=$({
         nvidia_kernel_packages dkms
         nvidia_kernel_packages prebuilt

@@ -310,9 +310,9 @@ cli_eval() {
   local name table
   # shellcheck disable=SC2016 # expanded by the inner bash
   table=$(bash -c 'source "$1" && declare -f exit_code_table' _ "${BUILD_SH}")
-  for name in $(sed -n -E 's/^readonly (EX_[A-Z_]+)=[0-9]+$/\1/p' "${REPO_ROOT}/lib/common.sh"); do
+  while read -r name; do
     grep -q -F "\${${name}}" <<<"${table}" || fail "${name} is not in exit_code_table"
-  done
+  done < <(sed -n -E 's/^readonly (EX_[A-Z_]+)=[0-9]+$/\1/p' "${REPO_ROOT}/lib/common.sh")
 }
 
 # --- versions.conf parsing ------------------------------------------------------

@@ -76,6 +76,23 @@ layers_copy() {
   assert_equal "$(grep -c 'calls' <<<"${output}")" 2
 }
 
+@test "ci/layers.sh fails on a read of a global of a file not below, but not on build.sh's, a here-document's text or a comment" {
+  layers_copy
+  # shellcheck disable=SC2016 # the shell text added to the copy
+  printf '%s\n' 'host_modules() {' '  echo "${P2P_MODULES} $DKMS_MODULE ${#P2P_CMD_USAGE[@]} ${P2P_PATCHED_DIR}"' '  # ${P2P_PKG_NAME}' '}' >>"${LC}/lib/05-host.sh"
+  # shellcheck disable=SC2016 # the shell text added to the copy
+  printf '%s\n' 'pkg_text() {' '  cat <<EOF' 'LOWER_ONLY=1' 'EOF' '}' >>"${LC}/lib/75-package.sh"
+  # shellcheck disable=SC2016 # the shell text added to the copy
+  printf '%s\n' 'common_probe() { echo "${LOWER_ONLY:-}"; }' >>"${LC}/lib/common.sh"
+  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  assert_failure 1
+  assert_line --regexp '^layers\.sh: lib/05-host\.sh:[0-9]+ reads P2P_MODULES of lib/09-modopts\.sh, which is not below it \(layer 9, not below 5\)$'
+  assert_line --regexp '^layers\.sh: lib/05-host\.sh:[0-9]+ reads DKMS_MODULE of lib/10-payload\.sh, which is not below it \(layer 10, not below 5\)$'
+  # P2P_CMD_USAGE is below (02); P2P_PATCHED_DIR is build.sh's; the comment and
+  # the here-document's LOWER_ONLY=1 are no global
+  assert_equal "$(grep -c 'reads' <<<"${output}")" 2
+}
+
 @test "ci/layers.sh ignores names in strings, comments, quoted here-documents and case patterns" {
   layers_copy
   # shellcheck disable=SC2016 # the shell text added to the copy
@@ -152,7 +169,10 @@ layers_copy() {
     [[ ${n} -eq 1 ]] || fail "docs/layout.md names ci/${name} ${n} times in 'ci/ by role'"
   done
   # and nothing that is not there
-  while read -r name; do
+  local -a named
+  # shellcheck disable=SC2016 # backticks of Markdown, not a command substitution
+  mapfile -t named < <(grep -o -E '`[a-z0-9.-]+\.(sh|conf)`' <<<"${section}" | tr -d '`')
+  for name in "${named[@]}"; do
     [[ -e ${REPO_ROOT}/ci/${name} ]] || fail "docs/layout.md names ci/${name}, which does not exist"
-  done < <(grep -o -E '`[a-z0-9.-]+\.(sh|conf)`' <<<"${section}" | tr -d '`')
+  done
 }
