@@ -175,41 +175,29 @@ main() {
   root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)}
   [[ -f ${root}/build.sh && -d ${root}/lib ]] || die 2 "${root}: no build.sh and lib/ there"
   cd "${root}"
+  check_named || bad=1
   check_calls "${edges}" || bad=1
   check_globals || bad=1
   check_sources || bad=1
   return "${bad}"
 }
 
-# check_calls EDGES: one line on stderr per call to a file not below the
-# caller's layer (or from a file without one); EDGES=1 also prints each call.
-check_calls() {
-  local edges=$1 f bad=0 caller word line callee lc le
-  local -a files=(build.sh lib/*.sh)
-  local -A owner=() num=()
-  for f in "${files[@]}"; do
-    num[${f}]=$(layer "${f}")
-    [[ -n ${num[${f}]} ]] || {
+# check_named: every file has a layer.
+check_named() {
+  local f bad=0
+  for f in build.sh lib/*.sh; do
+    [[ -n $(layer "${f}") ]] || {
       printf 'layers.sh: %s has no layer: name it lib/NN-name.sh\n' "${f}" >&2
       bad=1
     }
   done
-  while IFS=$'\t' read -r word f; do
-    owner[${word}]=${f}
-  done < <(definitions "${files[@]}")
-  while IFS=$'\t' read -r caller word line; do
-    callee=${owner[${word}]:-}
-    [[ -n ${callee} && ${callee} != "${caller}" ]] || continue
-    [[ ${edges} -eq 0 ]] || printf '%s\t%s\t%s\t%s\n' "${caller}" "${callee}" "${word}" "${line}"
-    lc=${num[${caller}]} le=${num[${callee}]}
-    [[ -n ${lc} && -n ${le} ]] || continue
-    if [[ ${le} -ge ${lc} ]]; then
-      printf 'layers.sh: %s:%s calls %s of %s, which is not below it (layer %s, not below %s)\n' \
-        "${caller}" "${line}" "${word}" "${callee}" "${le}" "${lc}" >&2
-      bad=1
-    fi
-  done < <(calls "${files[@]}")
   return "${bad}"
+}
+
+# check_calls EDGES: one line on stderr per call to a file not below the
+# caller's layer; EDGES=1 also prints each call.
+check_calls() {
+  check_refs calls "$1" <(definitions build.sh lib/*.sh) <(calls build.sh lib/*.sh)
 }
 
 # globals FILE...: "NAME<TAB>FILE" for each upper-case global a file assigns
@@ -250,25 +238,35 @@ reads() {
 # check_globals: one line on stderr per read of a global of a lib file not
 # below the reader's layer.
 check_globals() {
-  local f bad=0 reader word line owner_f lr lo
-  local -A owner=() num=()
+  check_refs reads 0 <(globals lib/*.sh) <(reads build.sh lib/*.sh)
+}
+
+# check_refs VERB EDGES OWNERS USES: one line on stderr per use of a name
+# that a file not below the user's layer owns (files without a layer are
+# check_named's). OWNERS: "NAME<TAB>FILE" lines (the first one counts);
+# USES: "FILE<TAB>NAME<TAB>LINE" lines; VERB names the use in the message
+# (calls, reads). EDGES=1 also prints each use between two files on stdout.
+check_refs() {
+  local verb=$1 edges=$2 owners=$3 uses=$4 f bad=0 user word line owner lu lo
+  local -A owner_of=() num=()
+  while IFS=$'\t' read -r word f; do
+    [[ -n ${owner_of[${word}]:-} ]] || owner_of[${word}]=${f}
+  done <"${owners}"
   for f in build.sh lib/*.sh; do
     num[${f}]=$(layer "${f}")
   done
-  while IFS=$'\t' read -r word f; do
-    [[ -n ${owner[${word}]:-} ]] || owner[${word}]=${f}
-  done < <(globals lib/*.sh)
-  while IFS=$'\t' read -r reader word line; do
-    owner_f=${owner[${word}]:-}
-    [[ -n ${owner_f} && ${owner_f} != "${reader}" ]] || continue
-    lr=${num[${reader}]} lo=${num[${owner_f}]}
-    [[ -n ${lr} && -n ${lo} ]] || continue
-    if [[ ${lo} -ge ${lr} ]]; then
-      printf 'layers.sh: %s:%s reads %s of %s, which is not below it (layer %s, not below %s)\n' \
-        "${reader}" "${line}" "${word}" "${owner_f}" "${lo}" "${lr}" >&2
+  while IFS=$'\t' read -r user word line; do
+    owner=${owner_of[${word}]:-}
+    [[ -n ${owner} && ${owner} != "${user}" ]] || continue
+    [[ ${edges} -eq 0 ]] || printf '%s\t%s\t%s\t%s\n' "${user}" "${owner}" "${word}" "${line}"
+    lu=${num[${user}]} lo=${num[${owner}]}
+    [[ -n ${lu} && -n ${lo} ]] || continue
+    if [[ ${lo} -ge ${lu} ]]; then
+      printf 'layers.sh: %s:%s %s %s of %s, which is not below it (layer %s, not below %s)\n' \
+        "${user}" "${line}" "${verb}" "${word}" "${owner}" "${lo}" "${lu}" >&2
       bad=1
     fi
-  done < <(reads build.sh lib/*.sh)
+  done <"${uses}"
   return "${bad}"
 }
 
