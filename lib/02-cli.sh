@@ -121,12 +121,12 @@ parse_stage_args() {
         note_opt "${opt}"
         set_opt_flag "${opt}"
         shift
-        continue
+      else
+        [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
+        note_opt "${opt}" "$2"
+        set_opt_value "${opt}" "$2"
+        shift 2
       fi
-      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
-      note_opt "${opt}" "$2"
-      set_opt_value "${opt}" "$2"
-      shift 2
       ;;
     *)
       [[ -z ${!tagvar} ]] || die "${EX_USAGE}" "unexpected argument '${opt}'"
