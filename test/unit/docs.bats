@@ -197,3 +197,26 @@ EOF
   assert_failure 1
   assert_output --partial 'needs root to run apt-get, and sudo is not installed: run it as root'
 }
+
+@test "ci/deps.sh build takes linux-source-6.1 at the version of the headers it installs (the clang kernel test needs both)" {
+  # apt-cache as Debian's security archive had it: the source at -3 before
+  # linux-headers-amd64 followed (-2).
+  stub apt-cache - <<'EOF2'
+case "$*" in
+"show linux-source-6.1" | "show linux-source-6.1=6.1.192-2" | "show linux-source-6.1=6.1.192-3") exit 0 ;;
+"policy linux-headers-amd64") printf 'linux-headers-amd64:\n  Installed: (none)\n  Candidate: %s\n' "${CANDIDATE}" ;;
+*) exit 100 ;;
+esac
+EOF2
+  source "${REPO_ROOT}/ci/deps.sh"
+  CANDIDATE=6.1.192-2 run linux_source_package linux-headers-amd64
+  assert_output linux-source-6.1=6.1.192-2
+  # no source of the headers' version: the newest (the clang test then SKIPs, saying so)
+  CANDIDATE=6.1.170-1 run linux_source_package linux-headers-amd64
+  assert_output linux-source-6.1
+  # no linux-source-6.1 at all (Ubuntu): nothing
+  stub apt-cache - <<<'exit 100'
+  run linux_source_package linux-headers-generic
+  assert_success
+  assert_output ""
+}

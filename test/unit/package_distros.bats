@@ -267,6 +267,32 @@ pkginfo() {
   assert_output --partial "dkms remove -m nvidia-p2p -v ${T} -q --all --rpm_safe_upgrade"
 }
 
+@test "rpmlint, with the rpmlintrc the source RPM carries, reports nothing on the spec and both RPMs; without it, what each filter is for" {
+  need_rpmbuild
+  command -v rpmlint >/dev/null || skip "rpmlint not installed (Debian package rpmlint)"
+  rpm_package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/srpm"
+  mkdir -p "${x}"
+  (cd "${x}" && rpm2archive - <"${SRPM}" | tar -xzf -)
+  assert_file_exist "${x}/nvidia-p2p-dkms.rpmlintrc"
+  run rpm -qp --qf '%{PACKAGER}\n' "${RPM}"
+  assert_output "nvidia-p2p local build <nvidia-p2p@local-build.invalid>"
+  run rpmlint -r "${x}/nvidia-p2p-dkms.rpmlintrc" "${x}/nvidia-p2p-dkms.spec" "${RPM}" "${SRPM}"
+  assert_success
+  assert_line --regexp "^ ?2 packages and 1 specfiles checked; 0 errors, 0 warnings"
+  # the filters are what keeps it quiet: without them rpmlint reports the
+  # DKMS layout (and an unused filter would be an error above)
+  run rpmlint "${x}/nvidia-p2p-dkms.spec" "${RPM}" "${SRPM}"
+  assert_line --partial "E: no-binary"
+  assert_line --partial "W: devel-file-in-non-devel-package /usr/src/nvidia-p2p-${T}/"
+  assert_line --partial "E: hardcoded-library-path in %{_prefix}/lib/modprobe.d/nvidia-p2p.conf"
+  refute_line --partial "mixed-use-of-spaces-and-tabs"
+  refute_line --partial "use-of-RPM_SOURCE_DIR"
+  refute_line --partial "no-changelogname-tag"
+  refute_line --partial "packager-tag"
+}
+
 @test "the source RPM rebuilds by itself (rpmbuild --rebuild, offline)" {
   need_rpmbuild
   rpm_package
