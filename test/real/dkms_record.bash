@@ -189,8 +189,10 @@ turn_mark() {
 
 # turn_yield TURNS NAME LEFT NEED: why NAME, which needs NEED of the LEFT
 # minutes, gives its turn away now, or nothing: another heavy test was left
-# out for time and has waited longer since its last start than NAME, and
-# LEFT does not hold both.
+# out for time and has waited longer since its last start than NAME, LEFT
+# holds that one but not both. A test that needs more than LEFT cannot run
+# later in this run either: giving way to it would leave both out (every run
+# where its need does not fit the CI window).
 turn_yield() {
   local turns=$1 name=$2 left=$3 need=$4 mine=0 n s x w
   [[ -r ${turns} ]] || return 0
@@ -199,7 +201,7 @@ turn_yield() {
   done <"${turns}"
   while read -r n s x w; do
     [[ ${n} != "${name}" && ${x} == 1 && ${s} =~ ^[0-9]+$ && ${w} =~ ^[0-9]+$ ]] || continue
-    if [[ ${s} -lt ${mine} && ${left} -lt $((need + w)) ]]; then
+    if [[ ${s} -lt ${mine} && ${w} -le ${left} && ${left} -lt $((need + w)) ]]; then
       printf 'its turn goes to %s, left out for time since this last ran: %s min are left, the two need %s\n' \
         "${n}" "${left}" "$((need + w))"
       return 0

@@ -608,7 +608,7 @@ dkms_record_setup() {
   assert_output ""
 }
 
-@test "heavy turns: the time budget leaves a heavy test out and notes it; the one left out longest goes first next time" {
+@test "heavy turns: the time budget leaves a heavy test out and notes it; the one left out longest goes first next time, where it fits" {
   load ../real/dkms_record
   local turns="${BATS_TEST_TMPDIR}/turns" now
   now=$(date +%s)
@@ -633,6 +633,11 @@ dkms_record_setup() {
   run awk '$1 == "b" { print $3 } $1 == "a" { print $3 }' "${turns}"
   assert_line --index 0 1
   assert_line --index 1 0
+  # b needs more than is left (40 < 45): it cannot run later in this run
+  # either, so a does not give way to it
+  printf 'a 100 0 20\nb 0 1 45\n' >"${turns}"
+  run heavy_turn "${turns}" a 20
+  assert_output ""
   # with time for both, nobody gives way
   export NVP2P_TEST_DEADLINE=$((now + 80 * 60 + 30))
   printf 'a 100 0 20\nb 0 1 30\n' >"${turns}"
