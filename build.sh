@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build.sh: PCIe P2P for consumer NVIDIA GPUs on NVIDIA's open kernel modules.
 # A small dispatcher over lib/, which is in layers: lib/NN-<name>.sh calls
-# only files with a smaller NN (ci/layers.sh checks it; docs/layout.md draws
+# only files with a smaller NN (ci/helpers/layers.sh checks it; docs/layout.md draws
 # them); each command's help sits next to its code (help_<command>).
 set -euo pipefail
 shopt -s inherit_errexit

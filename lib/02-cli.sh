@@ -185,7 +185,7 @@ set_opt_value() {
   --kernel-src) P2P_KERNEL_SRC=$(abs_path "$2") ;;
   --family) P2P_FAMILY=$2 ;;
   --chroot)
-    [[ $2 =~ ^[A-Za-z0-9._-]+:.+$ ]] || die "${EX_USAGE}" "--chroot takes NAME:DIR (a chroot made by ci/chroot.sh), not '$2'"
+    [[ $2 =~ ^[A-Za-z0-9._-]+:.+$ ]] || die "${EX_USAGE}" "--chroot takes NAME:DIR (a chroot made by ci/setup/chroot.sh), not '$2'"
     P2P_CHROOTS+=("${2%%:*}:$(abs_path "${2#*:}")")
     ;;
   --sign-key) P2P_SIGN_KEY=$(abs_path "$2") ;;

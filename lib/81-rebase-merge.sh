@@ -17,8 +17,8 @@ declare -gA RB_RESULT=() RB_DETAIL=()
 RB_NAMES=()
 # The tested tokens the proof builds earned (build:7.2,...), for the new line.
 RB_PROVEN_BUILDS=""
-# Where ci/chroot.sh is (a stand-in in the hermetic tests).
-RB_CHROOT_SH="${NVP2P_CHROOT_SH:-$(dirname "${P2P_LIB_DIR}")/ci/chroot.sh}"
+# Where ci/setup/chroot.sh is (a stand-in in the hermetic tests).
+RB_CHROOT_SH="${NVP2P_CHROOT_SH:-$(dirname "${P2P_LIB_DIR}")/ci/setup/chroot.sh}"
 
 # patch_files PATCH: the files PATCH changes, in its order.
 patch_files() {
@@ -433,7 +433,7 @@ rebase_kernels() {
     if krel=$("${RB_CHROOT_SH}" kernel "${spec%%:*}" "${spec#*:}" 2>/dev/null) && [[ -n ${krel} ]]; then
       printf '%s\t%s\tchroot:%s\n' "$(kernel_series "${krel}")" "${krel}" "${spec}"
     else
-      warn "--chroot ${spec}: no kernel found there (made with ci/chroot.sh make ${spec%%:*} ${spec#*:}?)"
+      warn "--chroot ${spec}: no kernel found there (made with ci/setup/chroot.sh make ${spec%%:*} ${spec#*:}?)"
     fi
   done
   return 0

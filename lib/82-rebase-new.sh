@@ -7,7 +7,7 @@
 # handed down. Each tag sees the versions.conf the tags before it left, so a
 # family written for one is the nearest for the next. With --commit, each
 # tag's change is committed in the data directory's git work tree. The
-# summary goes to stdout: ci/intake.sh makes it a pull request's body.
+# summary goes to stdout: ci/workflows/intake.sh makes it a pull request's body.
 
 # rebase_new: the above; exit 0 when every tag was added, EX_PATCH when one
 # needs a person, else the first other failure's status.

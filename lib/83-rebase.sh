@@ -88,7 +88,7 @@ Then one of:
               each hunk shown with its file, its function and which of its
               lines are gone. Nothing is added.
 
-  --chroot NAME:DIR   a chroot made by ci/chroot.sh (e.g. 7.2, 7.3 under DIR)
+  --chroot NAME:DIR   a chroot made by ci/setup/chroot.sh (e.g. 7.2, 7.3 under DIR)
                       whose kernel proves a superseded compat patch (repeatable;
                       needs root)
   --new               every tag of the source that versions.conf lacks and that
@@ -106,7 +106,7 @@ A git work tree with uncommitted changes to versions.conf, patches/, the
 workflows, README.md or docs/verification-record.md is refused (exit 10).
 After "fits" or "new family", the source is in the verified cache, so
 `build.sh build <tag>` works offline, and the hosted workflow and the tables
-made from versions.conf (ci/readme-table.sh) are regenerated. The .run
+made from versions.conf (ci/workflows/readme-table.sh) are regenerated. The .run
 checksum is recorded as unknown unless --run-sha256 gives it.
 EOF
 }
@@ -476,16 +476,16 @@ versions_relined() {
 
 # regenerate_workflow: the hosted CI workflow is generated from versions.conf.
 regenerate_workflow() {
-  local gen="${P2P_DATA_DIR}/ci/gen-workflow.sh"
+  local gen="${P2P_DATA_DIR}/ci/workflows/gen-workflow.sh"
   [[ -x ${gen} ]] || return 0
-  "${gen}" || warn "could not regenerate the hosted workflow; run ci/gen-workflow.sh"
+  "${gen}" || warn "could not regenerate the hosted workflow; run ci/workflows/gen-workflow.sh"
 }
 
 # regenerate_tables: README's families table and the verification record's
 # table are generated from versions.conf too (a new family is a new row).
 regenerate_tables() {
-  local gen="${P2P_DATA_DIR}/ci/readme-table.sh"
+  local gen="${P2P_DATA_DIR}/ci/workflows/readme-table.sh"
   [[ -x ${gen} ]] || return 0
   NVP2P_DOCS_DIR="${P2P_DATA_DIR}" "${gen}" --update >/dev/null ||
-    warn "could not regenerate the tables made from versions.conf; run ci/readme-table.sh --update"
+    warn "could not regenerate the tables made from versions.conf; run ci/workflows/readme-table.sh --update"
 }

@@ -51,7 +51,7 @@ exit_code_table() {
     "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)" \
     "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs (one, or none where the sysfs read lists the GPUs), and nothing found that stops P2P; no GPU identified in outputs that do not list them is 31" \
     "${EX_DOCTOR_UNREADABLE}" "doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written" \
-    "${EX_SKIP}" "ci/matrix.sh only: a tag was skipped (no verified source on this machine)" \
+    "${EX_SKIP}" "ci/heavy/matrix.sh only: a tag was skipped (no verified source on this machine)" \
     "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
 }
 

@@ -305,7 +305,7 @@ fixture_release() {
 }
 
 # chroot_standin KREL: BATS_TEST_TMPDIR/chroot-standin, a stand-in for
-# ci/chroot.sh: "kernel" reports KREL, "run" runs the command on the host
+# ci/setup/chroot.sh: "kernel" reports KREL, "run" runs the command on the host
 # (build.sh with --root ROOT, where the fixture has the headers).
 chroot_standin() {
   {

@@ -78,7 +78,7 @@ can_run() {
 }
 
 # base_chroot: Debian bookworm, minbase, main contrib non-free
-# non-free-firmware, recommendations off (as ci/chroot.sh makes its
+# non-free-firmware, recommendations off (as ci/setup/chroot.sh makes its
 # chroots), kept in U_CACHE.
 base_chroot() {
   local base="${U_CACHE}/bookworm-base"
@@ -173,11 +173,11 @@ inside() {
   return "${PIPESTATUS[0]}"
 }
 
-# step NAME CMD...: ci/debian-userspace.sh CMD... in chroot NAME, with bats' run.
+# step NAME CMD...: ci/heavy/debian-userspace.sh CMD... in chroot NAME, with bats' run.
 step() {
   local name=$1
   shift
-  run inside "${name}" /lab/repo/ci/debian-userspace.sh "$@"
+  run inside "${name}" /lab/repo/ci/heavy/debian-userspace.sh "$@"
   [[ ${status} -eq 0 ]] || tail -n 40 "${U_DIR}/${name}.log"
 }
 

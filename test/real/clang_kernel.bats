@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # A kernel built with clang, as CachyOS builds its kernels (clang, lld,
-# ThinLTO, IBT): ci/clang-kernel.sh configures and prepares Debian's
+# ThinLTO, IBT): ci/setup/clang-kernel.sh configures and prepares Debian's
 # linux-source-6.1 with LLVM=1, then `build.sh build` builds all five modules
 # of a real tag against it. build.sh takes the kernel's clang (its major
 # version, CONFIG_CLANG_VERSION) and passes LLVM=-<major> and LD=ld.lld-<major>
@@ -11,7 +11,7 @@
 # Heavy (the kernel tree about 3 minutes, the build 10-15 with an empty
 # ccache; clang's objects share nothing with gcc's ccache), so it takes turns
 # with the other heavy tests (dkms_record.bash): a pass is recorded with the
-# digest of its inputs (build.sh, lib/, the tag's family, ci/clang-kernel.sh,
+# digest of its inputs (build.sh, lib/, the tag's family, ci/setup/clang-kernel.sh,
 # this file, the clang) and, for CLANG_MAX_AGE_DAYS, SKIPs with that pass's
 # date (NVP2P_TEST_CLANG=always runs it). It SKIPs, with the reason, where
 # clang, lld, llvm, linux-source-6.1 or Debian's kernel headers of its version
@@ -52,7 +52,7 @@ clang_cannot_run() {
 
 clang_digest() {
   {
-    tree_digest "${REPO_ROOT}" - "${CLANG_TAG}" ci/clang-kernel.sh test/real/clang_kernel.bats || return 1
+    tree_digest "${REPO_ROOT}" - "${CLANG_TAG}" ci/setup/clang-kernel.sh test/real/clang_kernel.bats || return 1
     clang --version | head -n 1
   } | sha256sum | cut -d' ' -f1
 }
@@ -62,7 +62,7 @@ clang_digest() {
 clang_run() {
   local cache="${K_CACHE}/clang-kernel" work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-clang"
   mkdir -p "${cache}"
-  K_TREE=$("${REPO_ROOT}/ci/clang-kernel.sh" "${cache}/kernel" 2>"${BATS_FILE_TMPDIR}/kernel.log") || K_RC=$?
+  K_TREE=$("${REPO_ROOT}/ci/setup/clang-kernel.sh" "${cache}/kernel" 2>"${BATS_FILE_TMPDIR}/kernel.log") || K_RC=$?
   export K_TREE
   # 77: something it needs is missing here (the reason on its last line)
   [[ ${K_RC} -ne 77 ]] || K_SKIP=$(tail -n 1 "${BATS_FILE_TMPDIR}/kernel.log")
@@ -77,7 +77,7 @@ setup() {
   [[ -z ${K_SKIP} ]] || skip "${K_SKIP}"
 }
 
-@test "clang kernel: ci/clang-kernel.sh prepared a tree with clang, lld, ThinLTO and IBT" {
+@test "clang kernel: ci/setup/clang-kernel.sh prepared a tree with clang, lld, ThinLTO and IBT" {
   [[ -n ${K_TREE} && -f ${K_TREE}/.config ]] || { cat "${BATS_FILE_TMPDIR}/kernel.log"; false; }
   run grep -E '^CONFIG_(CC_IS_CLANG|LD_IS_LLD|LTO_CLANG_THIN|X86_KERNEL_IBT)=y$' "${K_TREE}/.config"
   assert_equal "${#lines[@]}" 4

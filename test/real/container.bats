@@ -1,13 +1,13 @@
 #!/usr/bin/env bats
 # build.sh container with the real tools (mmdebstrap, umoci, skopeo) and the
 # image's entrypoint run in a chroot of the unpacked image against a Debian
-# kernel's headers (apt-get from Debian's archive inside it): ci/container-test.sh
+# kernel's headers (apt-get from Debian's archive inside it): ci/heavy/container-test.sh
 # says each step. Loading modules is replaced at that one boundary (the real
 # modprobe resolves module and options with --dry-run); nothing is loaded on
 # this machine. NVIDIA's userspace is real: Debian's nvidia-smi and
-# libnvidia-ml of CTR_TAG, laid out as the .run does (ci/debian-run.sh), so
+# libnvidia-ml of CTR_TAG, laid out as the .run does (ci/setup/debian-run.sh), so
 # NVIDIA GPU Operator's own startup probe and preStop, and its driver
-# validator's search and nvidia-smi run (ci/gpu-operator.sh), see real files.
+# validator's search and nvidia-smi run (ci/heavy/gpu-operator.sh), see real files.
 #
 # A heavy test: it takes turns with the matrix and the other chroot tests
 # (dkms_record.bash: heavy_gate) and is left out while a pass with the same
@@ -22,14 +22,14 @@ load ../test_helper
 load dkms_record
 
 # A tag whose userspace Debian ships (bookworm's nvidia-smi 535.261.03-1),
-# below branch 580: built with --no-validator-workload (ci/container-test.sh).
+# below branch 580: built with --no-validator-workload (ci/heavy/container-test.sh).
 CTR_TAG=535.261.03
 CTR_USERSPACE=bookworm
 # The kernel the image is tested on (headers from Debian's archive, as the
 # entrypoint gets them on a node), and another one a precompiled image refuses.
 CTR_KERNEL=6.1.0-56-amd64
 CTR_OTHER_KERNEL=6.12.117+deb12-amd64
-# The steps ci/container-test.sh reports when it runs to the end.
+# The steps ci/heavy/container-test.sh reports when it runs to the end.
 CTR_STEPS=18
 # Minutes: measured 4-5 here (base in the cache, a warm ccache for the
 # precompiled build; the in-image build has none: 4 of the 5); a new base
@@ -58,7 +58,7 @@ setup_file() {
   [[ -z ${C_SKIP} ]] || return 0
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}"
   out="${BATS_FILE_TMPDIR}/container"
-  "${REPO_ROOT}/ci/container-test.sh" --git "${git}" --cache "${cache}" --work "${work}" --out "${out}" \
+  "${REPO_ROOT}/ci/heavy/container-test.sh" --git "${git}" --cache "${cache}" --work "${work}" --out "${out}" \
     --tag "${CTR_TAG}" --kernel "${CTR_KERNEL}" --other-kernel "${CTR_OTHER_KERNEL}" --userspace "${CTR_USERSPACE}" \
     >"${C_STEPS}" 2>&1 || true
   C_LOG="${out}/steps.log"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # Debian's real NVIDIA driver packages beside nvidia-p2p-dkms, installed with
 # the real apt, dpkg and dkms in throwaway copies of the chroots that
-# ci/chroots.conf describes (bookworm-dkms for bookworm's nvidia-driver; 7.3,
+# ci/setup/chroots.conf describes (bookworm-dkms for bookworm's nvidia-driver; 7.3,
 # which is trixie, for trixie's nvidia-driver and nvidia-tesla-535-driver):
 # build.sh package makes the real nvidia-p2p-dkms of the version the suite
-# offers, and ci/debian-userspace.sh installs the driver of that version with
+# offers, and ci/heavy/debian-userspace.sh installs the driver of that version with
 # Debian's kernel module package, then ours in its place (apt swaps them; the
 # driver stays; apt-get check is clean), then the suite's kernel headers
 # (DKMS builds our five modules for them; `modprobe nvidia` loads ours with
@@ -32,7 +32,7 @@ load dkms_record
 # Minutes a case needs here (cold: the package's objects and DKMS's build
 # with empty ccaches, package downloads).
 USERSPACE_NEED_MIN=20
-# The PASS lines of a complete run of ci/debian-userspace.sh steps.
+# The PASS lines of a complete run of ci/heavy/debian-userspace.sh steps.
 USERSPACE_STEPS=20
 USERSPACE_MAX_AGE_DAYS=7
 
@@ -70,13 +70,13 @@ scenario() {
   mkdir -p "${dir}/${name}" "${work}" "${U_WORK}" "${U_CACHE}/ccache-userspace"
   # verified (dpkg --verify) and brought up to date, or made (a few minutes
   # the DKMS test and the matrix, which use the same chroots, then save)
-  "${REPO_ROOT}/ci/chroot.sh" make "${name}" "${CHROOTS}" >/dev/null 2>"${work}/make.log" ||
+  "${REPO_ROOT}/ci/setup/chroot.sh" make "${name}" "${CHROOTS}" >/dev/null 2>"${work}/make.log" ||
     skip "chroot ${name}: $(tail -n 1 "${work}/make.log")"
   cp -a "${CHROOTS}/${name}/root" "${dir}/${name}/root"
   mkdir -p "${dir}/${name}/root/lab/repo" "${dir}/${name}/root/lab/work" "${dir}/${name}/root/lab/ccache"
-  local -a run=("${REPO_ROOT}/ci/chroot.sh" run "${name}" "${dir}" --bind "${REPO_ROOT}:/lab/repo" --bind "${work}:/lab/work"
+  local -a run=("${REPO_ROOT}/ci/setup/chroot.sh" run "${name}" "${dir}" --bind "${REPO_ROOT}:/lab/repo" --bind "${work}:/lab/work"
     --bind "${U_CACHE}/ccache-userspace:/lab/ccache" --)
-  tag=$("${run[@]}" /lab/repo/ci/debian-userspace.sh candidate "${driver}" 2>"${work}/candidate.log") ||
+  tag=$("${run[@]}" /lab/repo/ci/heavy/debian-userspace.sh candidate "${driver}" 2>"${work}/candidate.log") ||
     skip "no ${driver} from Debian's archive in ${name} (offline?): $(tail -n 1 "${work}/candidate.log")"
   digest=$(userspace_digest "${REPO_ROOT}" "${tag}" "${CHROOTS}/${name}/root") ||
     skip "${name}'s ${driver} is ${tag}, which versions.conf does not list"
@@ -84,7 +84,7 @@ scenario() {
   why=$(heavy_gate "${turns}" "${turn}" "${USERSPACE_NEED_MIN}" "${record}" "${digest}" "${USERSPACE_MAX_AGE_DAYS}" NVP2P_TEST_USERSPACE)
   [[ -z ${why} ]] || skip "${why}"
   deb=$(real_deb "${tag}" "${work}") || fail "${deb}"
-  run "${run[@]}" /usr/bin/env CCACHE_DIR=/lab/ccache /lab/repo/ci/debian-userspace.sh steps "${driver}" "${kmod}" "${tag}" "/lab/work/${deb##*/}"
+  run "${run[@]}" /usr/bin/env CCACHE_DIR=/lab/ccache /lab/repo/ci/heavy/debian-userspace.sh steps "${driver}" "${kmod}" "${tag}" "/lab/work/${deb##*/}"
   printf '%s\n' "${output}" >"${work}/steps.txt"
   record_result "${record}" "${digest}" "${work}/steps.txt" "${USERSPACE_STEPS}"
   if [[ ${status} -ne 0 ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The DKMS path with the real tools, never on this machine's /lib/modules:
-# ci/dkms-chroot.sh in a throwaway copy of a bookworm chroot (ci/chroot.sh
+# ci/heavy/dkms-chroot.sh in a throwaway copy of a bookworm chroot (ci/setup/chroot.sh
 # make bookworm-dkms: mmdebstrap from Debian's archive, reused between runs
 # when dpkg --verify finds it intact) with real dkms 3.0.10, dpkg/apt,
 # lintian, depmod, update-initramfs and the kernel's sign-file, two kernels
@@ -33,7 +33,7 @@ load dkms_record
 DKMS_TAG=565.57.01
 # The later tag of the same family the repository's clients upgrade to.
 DKMS_TAG2=570.211.01
-# The steps ci/dkms-chroot.sh reports (PASS or FAIL lines) when it runs to the end.
+# The steps ci/heavy/dkms-chroot.sh reports (PASS or FAIL lines) when it runs to the end.
 DKMS_STEPS=26
 # Minutes it needs here: warm (chroot reused, ccache) about 15, cold (a new
 # chroot, empty ccache) about 35; it is skipped when fewer are left before
@@ -67,7 +67,7 @@ setup_file() {
       return 0
     fi
   done
-  if ! root=$("${REPO_ROOT}/ci/chroot.sh" make bookworm-dkms "${NVP2P_TEST_CHROOTS:-${cache}/chroots}" 2>"${BATS_FILE_TMPDIR}/chroot.log"); then
+  if ! root=$("${REPO_ROOT}/ci/setup/chroot.sh" make bookworm-dkms "${NVP2P_TEST_CHROOTS:-${cache}/chroots}" 2>"${BATS_FILE_TMPDIR}/chroot.log"); then
     D_SKIP="chroot bookworm-dkms: $(tail -n 1 "${BATS_FILE_TMPDIR}/chroot.log")"
     return 0
   fi
@@ -80,7 +80,7 @@ setup_file() {
   work="${NVP2P_TEST_WORK:-${BATS_FILE_TMPDIR}/work}-dkms"
   rm -rf "${work}"
   cp -a "${root}" "${copy}"
-  "${REPO_ROOT}/ci/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" "${DKMS_TAG2}" >"${D_STEPS}" 2>&1 || true
+  "${REPO_ROOT}/ci/heavy/dkms-chroot.sh" "${copy}" "${DKMS_TAG}" "${cache}" "${work}" "${DKMS_TAG2}" >"${D_STEPS}" 2>&1 || true
   rm -rf "${copy}"
   export D_LOG="${work}/steps.log"
   record_result "${D_RECORD}" "${D_DIGEST}" "${D_STEPS}" "${DKMS_STEPS}"

@@ -11,25 +11,25 @@
 # ROOT's package list.
 inputs_digest() {
   local repo=$1 tag=$2 root=$3
-  tree_digest "${repo}" "${root}" "${tag} ${*:4}" ci/dkms-chroot.sh test/real/dkms_chroot.bats
+  tree_digest "${repo}" "${root}" "${tag} ${*:4}" ci/heavy/dkms-chroot.sh test/real/dkms_chroot.bats
 }
 
 # userspace_digest REPO TAG ROOT: the same for a case of
 # debian_userspace.bats.
 userspace_digest() {
-  tree_digest "$1" "$3" "$2" ci/debian-userspace.sh test/real/debian_userspace.bats
+  tree_digest "$1" "$3" "$2" ci/heavy/debian-userspace.sh test/real/debian_userspace.bats
 }
 
 # container_digest REPO TAG: the same for test/real/container.bats (no
 # chroot: its base is made by build.sh container from lib/'s recipe).
 container_digest() {
-  tree_digest "$1" - "$2" ci/container-test.sh ci/gpu-operator.sh ci/debian-run.sh container/nvidia-driver \
+  tree_digest "$1" - "$2" ci/heavy/container-test.sh ci/heavy/gpu-operator.sh ci/setup/debian-run.sh container/nvidia-driver \
     test/fixtures/gpu-operator test/real/container.bats
 }
 
 # tree_digest REPO ROOT "TAG..." FILE...: sha256 over build.sh, lib/,
-# ci/chroot.sh, ci/chroots.conf, ci/ccache-compilers.sh,
-# ci/chroot-checks.sh, the series, this
+# ci/setup/chroot.sh, ci/setup/chroots.conf, ci/setup/ccache-compilers.sh,
+# ci/heavy/chroot-checks.sh, the series, this
 # file, the FILEs, the patches of each TAG's family, the pins of each TAG
 # and ROOT's dpkg status (none for ROOT "-"; status 1: a TAG is not in
 # versions.conf).
@@ -44,7 +44,7 @@ tree_digest() {
     families+=("patches/${family}")
   done
   {
-    (cd "${repo}" && find build.sh lib ci/chroot.sh ci/chroots.conf ci/ccache-compilers.sh ci/chroot-checks.sh series "${families[@]}" \
+    (cd "${repo}" && find build.sh lib ci/setup/chroot.sh ci/setup/chroots.conf ci/setup/ccache-compilers.sh ci/heavy/chroot-checks.sh series "${families[@]}" \
       test/real/dkms_record.bash "$@" -type f -print0 | sort -zu | xargs -0 sha256sum)
     for t in "${tags[@]}"; do
       awk -v t="${t}" '$1 == t { NF = 7; print }' "${repo}/versions.conf"
@@ -92,7 +92,7 @@ real_git_dir() {
   if [[ -n ${NVP2P_TEST_GIT:-} ]]; then
     printf '%s\n' "${NVP2P_TEST_GIT}"
   elif [[ -f ${bundle} ]]; then
-    "${REPO_ROOT}/ci/upstream-git.sh" "${bundle}" "$1/upstream.git" 2>&1 || return 1
+    "${REPO_ROOT}/ci/setup/upstream-git.sh" "${bundle}" "$1/upstream.git" 2>&1 || return 1
   else
     echo "no upstream git repository: set NVP2P_TEST_GIT, or put the bundle at ${bundle}"
     return 1

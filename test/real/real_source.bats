@@ -13,7 +13,7 @@
 #   NVP2P_TEST_SOURCES      directory of Debian's orig tarballs
 #   NVP2P_TEST_CACHE        build.sh cache (default: a temporary one)
 #   NVP2P_TEST_WORK         work directory (default: a temporary one)
-#   NVP2P_TEST_CHROOTS      where ci/chroot.sh keeps its chroots
+#   NVP2P_TEST_CHROOTS      where ci/setup/chroot.sh keeps its chroots
 #   NVP2P_TEST_DEADLINE     when the whole tier must be done (seconds since
 #                           1970): the matrix's budget is what is left of it
 #                           less 12 minutes for the tests after it (measured:
@@ -23,7 +23,7 @@
 #   NVP2P_TEST_HISTORY      when each stage last ran (default: in
 #                           NVP2P_TEST_CACHE): the stages left out longest
 #                           go first, so runs that cannot fit every stage
-#                           take turns (ci/matrix.sh --history)
+#                           take turns (ci/heavy/matrix.sh --history)
 #   NVP2P_TEST_FULL_SAMPLE / NVP2P_TEST_COMPILE_SAMPLE
 #                           tags sampled for gate (b) / gate (a) (1 / 6;
 #                           gate (a) reuses cached conftest results, ~30 s a tag)
@@ -60,7 +60,7 @@ setup_file() {
     export REAL_SKIP="no kernel headers installed (Debian: linux-headers-amd64)"
     return 0
   fi
-  K612=${NVP2P_TEST_K612:-$("${REPO_ROOT}/ci/kernel-sysroot.sh" "${REAL_CACHE}/kernels/6.12" 6.12 2>/dev/null || true)}
+  K612=${NVP2P_TEST_K612:-$("${REPO_ROOT}/ci/setup/kernel-sysroot.sh" "${REAL_CACHE}/kernels/6.12" 6.12 2>/dev/null || true)}
   export K612
   real_chroots
   local -a args=(--cache-dir "${REAL_CACHE}" --work-dir "${REAL_WORK}" --summary "${REAL_SUMMARY}"
@@ -83,7 +83,7 @@ setup_file() {
     args+=(--chroot "${c}:${REAL_CHROOT_DIR}")
   done
   REAL_RC=0
-  "${REPO_ROOT}/ci/matrix.sh" "${args[@]}" >"${REAL_LOG}" 2>&1 || REAL_RC=$?
+  "${REPO_ROOT}/ci/heavy/matrix.sh" "${args[@]}" >"${REAL_LOG}" 2>&1 || REAL_RC=$?
   export REAL_RC
 }
 
@@ -94,7 +94,7 @@ real_git() {
   REAL_GIT_SKIP=""
   if [[ -z ${REAL_GIT} ]]; then
     if [[ -f ${bundle} ]]; then
-      REAL_GIT=$("${REPO_ROOT}/ci/upstream-git.sh" "${bundle}" "${REAL_CACHE}/upstream.git" 2>&1) ||
+      REAL_GIT=$("${REPO_ROOT}/ci/setup/upstream-git.sh" "${bundle}" "${REAL_CACHE}/upstream.git" 2>&1) ||
         { REAL_GIT_SKIP="the upstream bundle is unusable: ${REAL_GIT}" && REAL_GIT=""; }
     else
       REAL_GIT_SKIP="no upstream git repository: set NVP2P_TEST_GIT, or put the bundle at ${bundle}"
@@ -103,7 +103,7 @@ real_git() {
   export REAL_GIT REAL_GIT_SKIP
 }
 
-# real_chroots: REAL_CHROOTS, the chroots made (ci/chroot.sh) under
+# real_chroots: REAL_CHROOTS, the chroots made (ci/setup/chroot.sh) under
 # REAL_CHROOT_DIR; REAL_CHROOT_SKIP says why others are missing. A chroot
 # not made yet is left out when the deadline leaves less than CHROOT_NEW_MIN.
 real_chroots() {
@@ -117,7 +117,7 @@ real_chroots() {
       REAL_CHROOT_SKIP+="chroot ${c}: time budget: not made yet, and ${left} min are left before the deadline, making it and a build there need ${CHROOT_NEW_MIN}; "
       continue
     fi
-    if out=$("${REPO_ROOT}/ci/chroot.sh" make "${c}" "${REAL_CHROOT_DIR}" 2>&1); then
+    if out=$("${REPO_ROOT}/ci/setup/chroot.sh" make "${c}" "${REAL_CHROOT_DIR}" 2>&1); then
       REAL_CHROOTS+="${c} "
     else
       REAL_CHROOT_SKIP+="chroot ${c}: $(tail -n 1 <<<"${out}"); "
@@ -204,7 +204,7 @@ family_ends_of() {
 # check_family_ends WHICH: gate (b) with every stage for those tags.
 check_family_ends() {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
-  [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/kernel-sysroot.sh)"
+  [[ -n ${K612} ]] || skip "no 6.12 headers could be extracted here (ci/setup/kernel-sysroot.sh)"
   local -a tags
   mapfile -t tags < <(family_ends_of "$1")
   printf '# %s\n' "${tags[*]}" >&3
@@ -225,7 +225,7 @@ check_family_ends() {
   local latest c krel r
   latest=$(grep -o -E '^[0-9]{3}\.[0-9.]+' "${REPO_ROOT}/versions.conf" | sort -V | tail -n 1)
   for c in ${REAL_CHROOTS}; do
-    krel=$("${REPO_ROOT}/ci/chroot.sh" kernel "${c}" "${REAL_CHROOT_DIR}")
+    krel=$("${REPO_ROOT}/ci/setup/chroot.sh" kernel "${c}" "${REAL_CHROOT_DIR}")
     r=$(result "${latest}" "build:${krel}")
     [[ ${r} == PASS ]] && { printf '# %s on %s: PASS\n' "${latest}" "${krel}" >&3 && continue; }
     [[ ${r} == SKIP && $(reason "${latest}" "build:${krel}") == "time budget"* ]] &&
@@ -244,9 +244,9 @@ check_family_ends() {
   check_stages "${sampled[@]}"
 }
 
-@test "every pin in versions.conf equals what the upstream repository's tag gives (ci/pin-tags.sh check)" {
+@test "every pin in versions.conf equals what the upstream repository's tag gives (ci/workflows/pin-tags.sh check)" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
-  run "${REPO_ROOT}/ci/pin-tags.sh" check "${REAL_GIT}"
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" check "${REAL_GIT}"
   assert_success
   assert_output --partial "$(grep -c -E '^[0-9]{3}\.' "${REPO_ROOT}/versions.conf") tags checked"
 }
@@ -395,14 +395,14 @@ built_for_k61() {
   done < <(awk -F'\t' -v k="build:${K61}" '$2 == k && $3 == "PASS" { print $1 }' "${REAL_RESULTS}")
 }
 
-# sig_enforce_smoke DIR TEXT...: ci/qemu-smoke.sh --sig-enforce on DIR
+# sig_enforce_smoke DIR TEXT...: ci/heavy/qemu-smoke.sh --sig-enforce on DIR
 # passes and its output holds each TEXT (skips when QEMU or the kernel
 # package cannot be had here).
 sig_enforce_smoke() {
   local dir=$1 out rc=0 t
   shift
-  out=$("${REPO_ROOT}/ci/qemu-smoke.sh" --kernel-release "${K61}" --modules "${dir}" --sig-enforce 2>&1) || rc=$?
-  [[ ${rc} -ne 77 ]] || skip "ci/qemu-smoke.sh cannot run here: $(tail -n 1 <<<"${out}")"
+  out=$("${REPO_ROOT}/ci/heavy/qemu-smoke.sh" --kernel-release "${K61}" --modules "${dir}" --sig-enforce 2>&1) || rc=$?
+  [[ ${rc} -ne 77 ]] || skip "ci/heavy/qemu-smoke.sh cannot run here: $(tail -n 1 <<<"${out}")"
   printf '# %s\n' "$(tail -n 1 <<<"${out}")" >&3
   for t in "$@"; do
     [[ ${rc} -eq 0 && ${out} == *"${t}"* ]] || { printf '%s\n(exit %s; expected: %s)\n' "${out}" "${rc}" "${t}" && return 1; }

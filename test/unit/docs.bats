@@ -1,14 +1,14 @@
 #!/usr/bin/env bats
 # The documentation: README.md stays short, every section it had lives on in
 # docs/ and is reachable from it, every relative link and #anchor of
-# README.md, CONTRIBUTING.md and docs/*.md resolves (ci/check-links.sh, shown
+# README.md, CONTRIBUTING.md and docs/*.md resolves (ci/helpers/check-links.sh, shown
 # to fail on broken fixtures), and every command's help names its page.
 
 load ../test_helper
 
 setup() {
   common_setup
-  CHECK="${REPO_ROOT}/ci/check-links.sh"
+  CHECK="${REPO_ROOT}/ci/helpers/check-links.sh"
 }
 
 # The former top-level sections of README.md (and their subsections), each
@@ -66,14 +66,14 @@ License	README.md"
 
 @test "README.md's first screen sets up a fresh Debian/Ubuntu machine: the build's and the tests' command" {
   run head -n 40 "${REPO_ROOT}/README.md"
-  assert_line --regexp '^ci/deps\.sh build && \./build\.sh [0-9.]+ --dry-run '
-  assert_line --regexp '^ci/deps\.sh unit && test/run unit '
+  assert_line --regexp '^ci/setup/deps\.sh build && \./build\.sh [0-9.]+ --dry-run '
+  assert_line --regexp '^ci/setup/deps\.sh unit && test/run unit '
   # The commands it names exist and take those arguments.
-  assert_file_executable "${REPO_ROOT}/ci/deps.sh"
+  assert_file_executable "${REPO_ROOT}/ci/setup/deps.sh"
   assert_file_executable "${REPO_ROOT}/test/run"
-  grep -q -E '^  (unit|build)\) ' "${REPO_ROOT}/ci/deps.sh" || fail "ci/deps.sh lacks its unit/build tiers"
+  grep -q -E '^  (unit|build)\) ' "${REPO_ROOT}/ci/setup/deps.sh" || fail "ci/setup/deps.sh lacks its unit/build tiers"
   local tag
-  tag=$(head -n 40 "${REPO_ROOT}/README.md" | sed -n -E 's/^ci\/deps\.sh build && \.\/build\.sh ([0-9.]+) --dry-run.*/\1/p')
+  tag=$(head -n 40 "${REPO_ROOT}/README.md" | sed -n -E 's/^ci\/setup\/deps\.sh build && \.\/build\.sh ([0-9.]+) --dry-run.*/\1/p')
   run_build check "${tag}"
   assert_success
 }
@@ -185,20 +185,20 @@ EOF
   assert_failure
 }
 
-@test "ci/deps.sh as a normal user runs itself through sudo; without sudo it says to run it as root" {
+@test "ci/setup/deps.sh as a normal user runs itself through sudo; without sudo it says to run it as root" {
   stub id - <<<'echo 1000'
   stub sudo - <<<'exit 0'
-  run "${REPO_ROOT}/ci/deps.sh" unit
+  run "${REPO_ROOT}/ci/setup/deps.sh" unit
   assert_success
   run cat "${STUB_LOG}"
-  assert_line --regexp "^sudo -- .*/ci/deps\.sh unit$"
+  assert_line --regexp "^sudo -- .*/ci/setup/deps\.sh unit$"
   rm -f "${STUBS}/sudo"
-  PATH="$(path_hiding sudo)" run "${REPO_ROOT}/ci/deps.sh" build
+  PATH="$(path_hiding sudo)" run "${REPO_ROOT}/ci/setup/deps.sh" build
   assert_failure 1
   assert_output --partial 'needs root to run apt-get, and sudo is not installed: run it as root'
 }
 
-@test "ci/deps.sh build takes linux-source-6.1 at the version of the headers it installs (the clang kernel test needs both)" {
+@test "ci/setup/deps.sh build takes linux-source-6.1 at the version of the headers it installs (the clang kernel test needs both)" {
   # apt-cache as Debian's security archive had it: the source at -3 before
   # linux-headers-amd64 followed (-2).
   stub apt-cache - <<'EOF2'
@@ -208,7 +208,7 @@ case "$*" in
 *) exit 100 ;;
 esac
 EOF2
-  source "${REPO_ROOT}/ci/deps.sh"
+  source "${REPO_ROOT}/ci/setup/deps.sh"
   CANDIDATE=6.1.192-2 run linux_source_package linux-headers-amd64
   assert_output linux-source-6.1=6.1.192-2
   # no source of the headers' version: the newest (the clang test then SKIPs, saying so)

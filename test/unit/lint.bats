@@ -45,12 +45,12 @@ shell_files() {
   assert_failure
 }
 
-@test "lib/ is in layers: no file calls a function of a file not below it (ci/layers.sh)" {
-  run "${REPO_ROOT}/ci/layers.sh" "${REPO_ROOT}"
+@test "lib/ is in layers: no file calls a function of a file not below it (ci/helpers/layers.sh)" {
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${REPO_ROOT}"
   assert_success
   assert_output ""
   # the walk of `build.sh <tag>` goes down: the pipeline to install, install to DKMS
-  run "${REPO_ROOT}/ci/layers.sh" --edges "${REPO_ROOT}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" --edges "${REPO_ROOT}"
   assert_success
   assert_line --regexp $'^lib/commands.sh\tlib/68-install.sh\tinstall_all\t[0-9]+$'
   assert_line --regexp $'^lib/68-install.sh\tlib/66-dkms.sh\tdkms_install_modules\t[0-9]+$'
@@ -64,11 +64,11 @@ layers_copy() {
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${LC}/"
 }
 
-@test "ci/layers.sh fails on a call upward, in \$(...) and in a here-document's \$(...), naming file and line" {
+@test "ci/helpers/layers.sh fails on a call upward, in \$(...) and in a here-document's \$(...), naming file and line" {
   layers_copy
   # shellcheck disable=SC2016 # the shell text added to the copy
   printf '%s\n' 'host_probe() {' '  local x' '  x="$(tag_series 1)"' '  cat <<EOF' 'see $(build_modules 1)' 'EOF' '}' >>"${LC}/lib/05-host.sh"
-  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${LC}"
   assert_failure 1
   assert_output --partial "lib/05-host.sh:"
   assert_output --partial "calls tag_series of lib/06-family.sh, which is not below it (layer 6, not below 5)"
@@ -76,7 +76,7 @@ layers_copy() {
   assert_equal "$(grep -c 'calls' <<<"${output}")" 2
 }
 
-@test "ci/layers.sh fails on a read of a global of a file not below, but not on build.sh's, a here-document's text or a comment" {
+@test "ci/helpers/layers.sh fails on a read of a global of a file not below, but not on build.sh's, a here-document's text or a comment" {
   layers_copy
   # shellcheck disable=SC2016 # the shell text added to the copy
   printf '%s\n' 'host_modules() {' '  echo "${P2P_MODULES} $DKMS_MODULE ${#P2P_CMD_USAGE[@]} ${P2P_PATCHED_DIR}"' '  # ${P2P_PKG_NAME}' '}' >>"${LC}/lib/05-host.sh"
@@ -84,7 +84,7 @@ layers_copy() {
   printf '%s\n' 'pkg_text() {' '  cat <<EOF' 'LOWER_ONLY=1' 'EOF' '}' >>"${LC}/lib/75-package.sh"
   # shellcheck disable=SC2016 # the shell text added to the copy
   printf '%s\n' 'common_probe() { echo "${LOWER_ONLY:-}"; }' >>"${LC}/lib/common.sh"
-  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${LC}"
   assert_failure 1
   assert_line --regexp '^layers\.sh: lib/05-host\.sh:[0-9]+ reads P2P_MODULES of lib/09-modopts\.sh, which is not below it \(layer 9, not below 5\)$'
   assert_line --regexp '^layers\.sh: lib/05-host\.sh:[0-9]+ reads DKMS_MODULE of lib/10-payload\.sh, which is not below it \(layer 10, not below 5\)$'
@@ -93,21 +93,21 @@ layers_copy() {
   assert_equal "$(grep -c 'reads' <<<"${output}")" 2
 }
 
-@test "ci/layers.sh ignores names in strings, comments, quoted here-documents and case patterns" {
+@test "ci/helpers/layers.sh ignores names in strings, comments, quoted here-documents and case patterns" {
   layers_copy
   # shellcheck disable=SC2016 # the shell text added to the copy
   printf '%s\n' 'host_words() {' '  # build_modules would be wrong here' '  echo "build_modules (tag_series)"' \
     "  echo 'x; build_modules'" "  cat <<'EOF'" 'build_modules $(tag_series)' 'EOF' '  case $1 in' '  build_modules) : ;;' '  esac' '}' \
     >>"${LC}/lib/05-host.sh"
-  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${LC}"
   assert_success
   assert_output ""
 }
 
-@test "ci/layers.sh fails on a lib file without a layer number and on sourcing out of order" {
+@test "ci/helpers/layers.sh fails on a lib file without a layer number and on sourcing out of order" {
   layers_copy
   printf '# shellcheck shell=bash\n' >"${LC}/lib/helpers.sh"
-  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${LC}"
   assert_failure 1
   assert_output --partial "lib/helpers.sh has no layer: name it lib/NN-name.sh"
   assert_output --partial "build.sh does not source lib/helpers.sh"
@@ -115,26 +115,26 @@ layers_copy() {
   # the source line of common.sh moved after all others
   grep -v '/common.sh"$' "${REPO_ROOT}/build.sh" >"${LC}/build.sh"
   grep '^source .*/common.sh"$' "${REPO_ROOT}/build.sh" >>"${LC}/build.sh"
-  run "${REPO_ROOT}/ci/layers.sh" "${LC}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${LC}"
   assert_failure 1
   assert_output --partial "build.sh sources lib/common.sh out of layer order"
 }
 
-@test "ci/layers.sh: usage errors exit 2" {
-  run "${REPO_ROOT}/ci/layers.sh" --bogus
+@test "ci/helpers/layers.sh: usage errors exit 2" {
+  run "${REPO_ROOT}/ci/helpers/layers.sh" --bogus
   assert_failure 2
   assert_output --partial "unknown option '--bogus'"
-  run "${REPO_ROOT}/ci/layers.sh" "${BATS_TEST_TMPDIR}"
+  run "${REPO_ROOT}/ci/helpers/layers.sh" "${BATS_TEST_TMPDIR}"
   assert_failure 2
   assert_output --partial "no build.sh and lib/ there"
-  run "${REPO_ROOT}/ci/layers.sh" --help
+  run "${REPO_ROOT}/ci/helpers/layers.sh" --help
   assert_success
-  assert_output --partial "Usage: ci/layers.sh"
+  assert_output --partial "Usage: ci/helpers/layers.sh"
 }
 
 @test "every script of ci/ that is run answers --help with its usage (exit 0), from a usage() of its own" {
   local f name n=0
-  for f in "${REPO_ROOT}"/ci/*.sh; do
+  for f in "${REPO_ROOT}"/ci/*/*.sh; do
     [[ -x ${f} ]] || continue
     name=${f#"${REPO_ROOT}/"}
     grep -q -E '^usage\(\) \{|^source .*/usage\.sh"$' "${f}" || fail "${name} has no usage()"
@@ -148,31 +148,43 @@ layers_copy() {
 }
 
 @test "a script of ci/ given a wrong command line says why on stderr and exits 2" {
-  local s
-  for s in "kernel-sysroot.sh" "upstream-git.sh one" "job.sh" "debian-sources.sh" "debian-run.sh a b" \
-    "dkms-chroot.sh a" "deps.sh bogus" "gen-workflow.sh --bogus" "readme-table.sh --bogus" "record-tested.sh"; do
+  local s name
+  for s in "setup/kernel-sysroot.sh" "setup/upstream-git.sh one" "workflows/job.sh" "setup/debian-sources.sh" \
+    "setup/debian-run.sh a b" "heavy/dkms-chroot.sh a" "setup/deps.sh bogus" "workflows/gen-workflow.sh --bogus" \
+    "workflows/readme-table.sh --bogus" "workflows/record-tested.sh"; do
     # shellcheck disable=SC2086 # the script and its arguments
     run --separate-stderr "${REPO_ROOT}"/ci/${s}
     [[ ${status} -eq 2 ]] || fail "ci/${s}: exit ${status}, not 2"
     [[ -z ${output} ]] || fail "ci/${s} wrote to stdout: ${output}"
-    [[ ${stderr} == "${s%% *}: "* ]] || fail "ci/${s}: stderr does not start with the script's name: ${stderr}"
+    name=${s%% *}
+    [[ ${stderr} == "${name##*/}: "* ]] || fail "ci/${s}: stderr does not start with the script's name: ${stderr}"
   done
 }
 
-@test "docs/layout.md sorts every file of ci/ into one role" {
-  local f name n
+@test "ci/ holds its files only in its role directories, and docs/layout.md lists each file in its directory's row" {
+  local f name d n row
   local section
   section=$(sed -n '/^## ci\/ by role$/,/^## /p' "${REPO_ROOT}/docs/layout.md" | grep '^| ')
   for f in "${REPO_ROOT}"/ci/*; do
-    name=${f##*/}
-    n=$(grep -o -F "\`${name}\`" <<<"${section}" | wc -l)
-    [[ ${n} -eq 1 ]] || fail "docs/layout.md names ci/${name} ${n} times in 'ci/ by role'"
+    [[ -d ${f} ]] || fail "ci/${f##*/} is not in a role directory"
+  done
+  for f in "${REPO_ROOT}"/ci/*/*; do
+    name=${f##*/} d=${f%/*}
+    d=${d##*/}
+    row=$(grep -F "| \`ci/${d}/\` |" <<<"${section}") || fail "docs/layout.md has no row for ci/${d}/"
+    n=$(grep -o -F "\`${name}\`" <<<"${row}" | wc -l)
+    [[ ${n} -eq 1 ]] || fail "docs/layout.md names ci/${d}/${name} ${n} times in the row of ci/${d}/"
   done
   # and nothing that is not there
   local -a named
-  # shellcheck disable=SC2016 # backticks of Markdown, not a command substitution
-  mapfile -t named < <(grep -o -E '`[a-z0-9.-]+\.(sh|conf)`' <<<"${section}" | tr -d '`')
-  for name in "${named[@]}"; do
-    [[ -e ${REPO_ROOT}/ci/${name} ]] || fail "docs/layout.md names ci/${name}, which does not exist"
-  done
+  while IFS= read -r row; do
+    d=$(awk -F '|' '{ print $2 }' <<<"${row}" | tr -d ' `')
+    [[ ${d} =~ ^ci/([a-z]+)/$ ]] || continue
+    d=${BASH_REMATCH[1]}
+    # shellcheck disable=SC2016 # backticks of Markdown, not a command substitution
+    mapfile -t named < <(grep -o -E '`[a-z0-9.-]+\.(sh|conf)`' <<<"${row}" | tr -d '`')
+    for name in "${named[@]}"; do
+      [[ -e ${REPO_ROOT}/ci/${d}/${name} ]] || fail "docs/layout.md names ci/${d}/${name}, which does not exist"
+    done
+  done <<<"${section}"
 }

@@ -329,7 +329,7 @@ debian_apt() {
 }
 
 @test "the real lintian: no error or warning (the chroot test runs it on a real tag's package too)" {
-  command -v lintian >/dev/null || skip "lintian not installed (ci/deps.sh installs it)"
+  command -v lintian >/dev/null || skip "lintian not installed (ci/setup/deps.sh installs it)"
   package
   assert_success
   # upstream's COPYING, whose notice the copyright file takes (the fixture

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # shellcheck source-path=SCRIPTDIR/../..
-# Unit tests for ci/qemu-smoke.sh: the console-log verdict (smoke_verdict)
+# Unit tests for ci/heavy/qemu-smoke.sh: the console-log verdict (smoke_verdict)
 # against recorded QEMU console logs, option parsing, and the exit status
 # for missing prerequisites. Nothing here boots QEMU or uses the network.
 #
-# Fixtures in test/fixtures/qemu/ are real console logs of ci/qemu-smoke.sh
+# Fixtures in test/fixtures/qemu/ are real console logs of ci/heavy/qemu-smoke.sh
 # runs on Debian 6.1.0-56-amd64 (CRLF as the serial console writes them,
 # terminal escapes removed). pass.log is from the real 565.57.01 nvidia.ko;
 # the others are from a small stand-in module named nvidia.ko that uses one
@@ -23,9 +23,9 @@ setup() {
   bats_load_library bats-support
   bats_load_library bats-assert
   REPO_ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
-  SCRIPT="$REPO_ROOT/ci/qemu-smoke.sh"
+  SCRIPT="$REPO_ROOT/ci/heavy/qemu-smoke.sh"
   FIXTURES="$REPO_ROOT/test/fixtures/qemu"
-  # shellcheck source=ci/qemu-smoke.sh
+  # shellcheck source=ci/heavy/qemu-smoke.sh
   source "$SCRIPT"
   # Sourcing turned on nounset and pipefail, which bats does not expect;
   # errexit stays on, as bats needs it to fail a test on any failed command.
@@ -328,7 +328,7 @@ sig_log() {
 @test "usage: --help prints usage on stdout and exits 0" {
   run --separate-stderr "$SCRIPT" --help
   assert_success
-  assert_output --partial "Usage: ci/qemu-smoke.sh --kernel-release RELEASE --modules DIR"
+  assert_output --partial "Usage: ci/heavy/qemu-smoke.sh --kernel-release RELEASE --modules DIR"
   assert_output --partial "--expect-fail"
 }
 

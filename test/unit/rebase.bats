@@ -55,17 +55,17 @@ OWN_RESIZE='s/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, NULL)/'
   assert_not_exist "${NVP2P_DATA_DIR}/patches/999.30"
 }
 
-@test "fits: the tables made from versions.conf are regenerated in the data directory (ci/readme-table.sh --update)" {
+@test "fits: the tables made from versions.conf are regenerated in the data directory (ci/workflows/readme-table.sh --update)" {
   fixture_release "${UP}" 999.30.01
   mkdir -p "${NVP2P_DATA_DIR}/ci"
   # A stand-in that records how it was called and what versions.conf held then.
-  cat >"${NVP2P_DATA_DIR}/ci/readme-table.sh" <<'STUB'
+  cat >"${NVP2P_DATA_DIR}/ci/workflows/readme-table.sh" <<'STUB'
 #!/usr/bin/env bash
 printf '%s docs=%s\n' "$*" "${NVP2P_DOCS_DIR}" >>"${TABLES_LOG}"
 grep -c '^999\.30\.01 ' "${NVP2P_DOCS_DIR}/versions.conf" >>"${TABLES_LOG}"
 STUB
   export TABLES_LOG="${BATS_TEST_TMPDIR}/tables.log"
-  chmod +x "${NVP2P_DATA_DIR}/ci/readme-table.sh"
+  chmod +x "${NVP2P_DATA_DIR}/ci/workflows/readme-table.sh"
   rebase 999.30.01 --source "${UP}"
   assert_success
   run cat "${BATS_TEST_TMPDIR}/tables.log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # rebase --new: every tag of the source that versions.conf lacks, oldest
 # first, each in a run of its own; the summary; --list; --commit in a git
-# data directory; and ci/intake.sh, the scheduled job, against local bare
+# data directory; and ci/workflows/intake.sh, the scheduled job, against local bare
 # repositories (an "upstream" that gains tags, a project remote that gets
 # the branch), with a stand-in for gh.
 
@@ -119,16 +119,16 @@ data_git() {
   assert_output --partial "uncommitted changes where rebase writes"
 }
 
-# --- ci/intake.sh --------------------------------------------------------------------
+# --- ci/workflows/intake.sh --------------------------------------------------------------------
 
 # project_remote: a bare "project" repository whose main holds the fixture
-# data (with ci/intake.sh's build.sh: the data directory is the clone).
+# data (with ci/workflows/intake.sh's build.sh: the data directory is the clone).
 project_remote() {
   local wt="${BATS_TEST_TMPDIR}/project-wt"
   mkdir -p "${wt}"
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${wt}/"
   mkdir -p "${wt}/ci"
-  cp -a "${REPO_ROOT}/ci/intake.sh" "${wt}/ci/"
+  cp -a "${REPO_ROOT}/ci/workflows/intake.sh" "${wt}/ci/"
   cp -a "${NVP2P_DATA_DIR}/." "${wt}/"
   git -C "${wt}" init -q -b main
   git -C "${wt}" -c user.name=t -c user.email=t@t add -A
@@ -148,7 +148,7 @@ STUB
 
 intake() {
   unset NVP2P_DATA_DIR
-  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/intake.sh" --upstream "${UP}" --remote "${PROJECT}" \
+  FAKE_KO_VERSION=from-path run "${REPO_ROOT}/ci/workflows/intake.sh" --upstream "${UP}" --remote "${PROJECT}" \
     --cache-dir "${CACHE}" --work-dir "${WORK}" "$@" -- --root "${ROOT}" --kernel "${FIXTURE_KREL}" --no-ccache
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# ci/container-test.sh: `build.sh container` with the real tools, and the
+# ci/heavy/container-test.sh: `build.sh container` with the real tools, and the
 # image's entrypoint run against a Debian kernel's headers in a chroot of the
 # unpacked image (test/real/container.bats runs it; root, network to Debian's
 # archive for mmdebstrap and the headers).
 #
-#   ci/container-test.sh --git DIR --cache DIR --work DIR --out DIR --tag TAG
+#   ci/heavy/container-test.sh --git DIR --cache DIR --work DIR --out DIR --tag TAG
 #                        --kernel KVER --other-kernel KVER2 --userspace SUITE
 #
-# What it does, one PASS/FAIL line per step (ci/chroot-checks.sh's step):
+# What it does, one PASS/FAIL line per step (ci/heavy/chroot-checks.sh's step):
 # the image built twice from the same inputs (same manifest digest) and
 # inspected with skopeo (entrypoint, environment, labels, annotations, two
 # layers); unpacked with umoci; `nvidia-driver init` run in a chroot of it,
@@ -16,7 +16,7 @@
 # linux-image-KVER, builds the five modules, installs the userspace, writes the
 # options with a kernelModuleConfig file on top, loads, publishes its root at
 # /run/nvidia/driver and waits. While it waits, NVIDIA's GPU Operator's own
-# checks (ci/gpu-operator.sh): its startup probe script in the chroot (only
+# checks (ci/heavy/gpu-operator.sh): its startup probe script in the chroot (only
 # its nvidia-smi call, the one that needs a GPU, a stub), the driver
 # validator's search for libnvidia-ml.so.1 and nvidia-smi in the published
 # root, and the real nvidia-smi run with that library preloaded, as the
@@ -30,23 +30,23 @@
 # headers (13), another driver loaded and in use (14). Then a precompiled
 # image for KVER: refused on KVER2 (13, nothing loaded), loaded on KVER with
 # no build. The userspace: NVIDIA's .run cannot be downloaded here, so the
-# image carries one made by ci/debian-run.sh from Debian's packages of TAG in
+# image carries one made by ci/setup/debian-run.sh from Debian's packages of TAG in
 # SUITE (the real nvidia-smi and libnvidia-ml, laid out as the .run puts
 # them); TAG must be a version Debian has there (bookworm: 535.261.03).
 # Exit: 0 every step passed, 1 a step failed, 2 usage, 77 cannot run here.
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO="$(dirname "${CI_DIR}")"
-# shellcheck source=ci/chroot-checks.sh
-source "${CI_DIR}/chroot-checks.sh"
+# shellcheck source=ci/heavy/chroot-checks.sh
+source "${CI_DIR}/heavy/chroot-checks.sh"
 
 GIT="" CACHE="" WORK="" OUT="" TAG="" KVER="" KVER2="" SUITE=""
 INIT_TIMEOUT=${NVP2P_CTR_INIT_TIMEOUT:-2400}
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 die() {
   local code=$1
@@ -60,8 +60,8 @@ main() {
   parse "$@"
   [[ $(id -u) -eq 0 ]] || die 77 "needs root (chroot, mounts)"
   local t
-  # shellcheck source=ci/gpu-operator.sh
-  source "${CI_DIR}/gpu-operator.sh"
+  # shellcheck source=ci/heavy/gpu-operator.sh
+  source "${CI_DIR}/heavy/gpu-operator.sh"
   for t in umoci skopeo mmdebstrap unshare; do
     command -v "${t}" >/dev/null || die 77 "${t} is not installed"
   done
@@ -111,14 +111,14 @@ parse() {
 }
 
 # make_data: the repository's data with TAG's .run pin set to the one
-# ci/debian-run.sh makes from Debian's packages.
+# ci/setup/debian-run.sh makes from Debian's packages.
 make_data() {
   local sha
   DATA="${OUT}/data"
   rm -rf -- "${DATA}"
   mkdir -p -- "${DATA}"
   cp -a -- "${REPO}/series" "${REPO}/patches" "${REPO}/kernels.conf" "${DATA}/"
-  "${CI_DIR}/debian-run.sh" "${TAG}" "${SUITE}" "${OUT}/standin.run" || die 1 "no userspace of ${TAG} from Debian's ${SUITE}"
+  "${CI_DIR}/setup/debian-run.sh" "${TAG}" "${SUITE}" "${OUT}/standin.run" || die 1 "no userspace of ${TAG} from Debian's ${SUITE}"
   sha=$(sha256sum "${OUT}/standin.run" | cut -d' ' -f1)
   awk -v t="${TAG}" -v s="${sha}" '$1 == t { $6 = s } { print }' "${REPO}/versions.conf" >"${DATA}/versions.conf"
 }

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# ci/pin-tags.sh: versions.conf's pins, computed from an upstream git
+# ci/workflows/pin-tags.sh: versions.conf's pins, computed from an upstream git
 # repository (never typed by hand).
 #
-#   ci/pin-tags.sh add GIT FAMILY FIRST LAST [--run-sums FILE]
+#   ci/workflows/pin-tags.sh add GIT FAMILY FIRST LAST [--run-sums FILE]
 #       add every tag of GIT from FIRST to LAST (version order) that
 #       versions.conf does not list yet, with FAMILY, the commit, tree and core
 #       ids computed from the tag, the .run checksum from FILE (lines
 #       "<tag> <sha256> <url>", or 'unknown'), tested '-'
-#   ci/pin-tags.sh check GIT
+#   ci/workflows/pin-tags.sh check GIT
 #       recompute the pins of every listed tag that GIT holds; exit 1 on any
 #       difference, listing it
-#   ci/pin-tags.sh run-sum TAG SHA256 SOURCE SOURCE...
+#   ci/workflows/pin-tags.sh run-sum TAG SHA256 SOURCE SOURCE...
 #       the .run checksum of a listed tag whose checksum is 'unknown', from
 #       two or more published sources that agree (each SOURCE a URL or a
 #       citation, printed, not stored); one already pinned is kept when it
@@ -20,14 +20,14 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
 # shellcheck source=build.sh
 source "${REPO_DIR}/build.sh"
 P2P_PROG="pin-tags.sh"
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   local cmd=${1:-}

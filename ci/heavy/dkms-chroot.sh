@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# ci/dkms-chroot.sh: the DKMS path with real parts, in a Debian chroot (never
+# ci/heavy/dkms-chroot.sh: the DKMS path with real parts, in a Debian chroot (never
 # the host's /lib/modules): real dkms, dpkg/apt, depmod, the kernel's
 # sign-file, two kernels' headers.
 #
-#   ci/dkms-chroot.sh ROOT TAG CACHE WORK TAG2
+#   ci/heavy/dkms-chroot.sh ROOT TAG CACHE WORK TAG2
 #
 # ROOT is a Debian chroot with dkms, gcc, g++, make, quilt, openssl, lintian,
 # apt-utils, gnupg, initramfs-tools, a kernel image (K1, the oldest) and
@@ -36,8 +36,8 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 die() {
   local code=$1
@@ -58,7 +58,7 @@ main() {
   [[ "$(id -u)" == 0 ]] || die 77 "needs root (mounts, chroot)"
   command -v unshare >/dev/null 2>&1 || die 77 "unshare is not installed (util-linux)"
   [[ -x ${root}/usr/sbin/dkms ]] || die 2 "${root}: no dkms in the chroot"
-  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
   mkdir -p "${work}"
   unshare -m --propagation private -- "${BASH_SOURCE[0]}" __inside "${root}" "${repo}" "${cache}" "${work}" "${tag}" "${tag2}"
 }
@@ -75,18 +75,18 @@ inside() {
   mount --bind "${cache}" "${root}/lab/cache"
   mount --bind "${work}" "${root}/lab/work"
   # CCACHE_DIR: the cache's; steps() puts the chroot's compilers behind
-  # ccache (ci/ccache-compilers.sh), so a rerun recompiles only what changed.
+  # ccache (ci/setup/ccache-compilers.sh), so a rerun recompiles only what changed.
   exec chroot "${root}" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb CCACHE_DIR=/lab/cache/ccache \
     STEP_LOG_HOST="${work}/steps.log" \
     PATH=/usr/lib/ccache:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash /lab/repo/ci/dkms-chroot.sh __steps "${tag}" "${tag2}"
+    bash /lab/repo/ci/heavy/dkms-chroot.sh __steps "${tag}" "${tag2}"
 }
 
 # Inside the chroot: where inside() bound the work directory.
 readonly IN_WORK=/lab/work
 STEP_LOG="${IN_WORK}/steps.log"
 # step, check_modules, runs_our_install (and lib/60-sign.sh)
-# shellcheck source=ci/chroot-checks.sh
+# shellcheck source=ci/heavy/chroot-checks.sh
 source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 
 # tree_state: paths, types, modes and link targets under the trees DKMS and
@@ -228,7 +228,7 @@ steps() {
   [[ -n ${hdr2} ]] || { echo "no .deb of linux-headers-${k2} (apt-get download failed)" >&2 && return 1; }
   printf 'kernels: %s and %s (headers .deb %s); dkms %s\n' "${k1}" "${k2}" "${hdr2}" "$(dkms --version)"
   # not a step: a speed-up of this throwaway chroot, not something under test
-  /lab/repo/ci/ccache-compilers.sh >>"${IN_WORK}/steps.log" 2>&1 || true
+  /lab/repo/ci/setup/ccache-compilers.sh >>"${IN_WORK}/steps.log" 2>&1 || true
   step "configure the chroot" dpkg --configure -a
   step "remove the headers of ${k2}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-headers-${k2}"
   step "a userspace driver of ${tag} and its GSP firmware (stand-in files)" bash -c "mkdir -p /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/${tag} && : >/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.${tag} && : >/lib/firmware/nvidia/${tag}/gsp_ga10x.bin"

@@ -1,11 +1,11 @@
 # shellcheck shell=bash
-# ci/chroot-checks.sh: what the chroot tests (ci/dkms-chroot.sh,
-# ci/debian-userspace.sh) run inside their chroot to report steps and check
+# ci/heavy/chroot-checks.sh: what the chroot tests (ci/heavy/dkms-chroot.sh,
+# ci/heavy/debian-userspace.sh) run inside their chroot to report steps and check
 # the modules DKMS built. Sourced, never run; it sources lib/60-sign.sh
 # beside it. The caller sets STEP_LOG, the file each step's output goes to.
 
 # shellcheck source=lib/60-sign.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib/60-sign.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib/60-sign.sh"
 
 FAILED=0
 STEP_LOG=${STEP_LOG:-/tmp/steps.log}

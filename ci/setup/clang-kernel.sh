@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/clang-kernel.sh DIR: a kernel tree configured and prepared with clang
+# ci/setup/clang-kernel.sh DIR: a kernel tree configured and prepared with clang
 # (LLVM=1), for building external modules against it, as CachyOS's kernels
 # are built (clang, lld, ThinLTO, IBT): Debian's linux-source-6.1 (the package
 # must be installed; its tarball in /usr/src) with the configuration of
@@ -16,8 +16,8 @@
 # when something is missing.
 set -euo pipefail
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 die() {
   printf 'clang-kernel: %s\n' "$2" >&2

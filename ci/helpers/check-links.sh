@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/check-links.sh [FILE.md...]: every relative link of the Markdown files
+# ci/helpers/check-links.sh [FILE.md...]: every relative link of the Markdown files
 # (default: README.md, CONTRIBUTING.md and docs/*.md of this repository)
 # resolves: the file or directory it names exists, and its #anchor, if any, is
 # the slug of a heading of the Markdown file it points to (GitHub's rules:
@@ -9,10 +9,10 @@
 # broken link as FILE:LINE: TARGET: why, and exits 1 when there is one.
 set -euo pipefail
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
 
-# shellcheck source=ci/usage.sh
+# shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 # links FILE: "LINE<TAB>TARGET" for each link outside code.

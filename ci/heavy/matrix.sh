@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/matrix.sh: the per-tag test matrix. Every selected tag gets its source
+# ci/heavy/matrix.sh: the per-tag test matrix. Every selected tag gets its source
 # verified and the series applied at fuzz 0; chosen tags also get gate (a)
 # (the changed translation units compiled) or the full gate (b) (all modules
 # per kernel with the module checks, the QEMU load test, bisect). Prints a
@@ -7,10 +7,10 @@
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
-# ci/chroot.sh, or a stand-in for the hermetic tests.
-CHROOT_SH="${NVP2P_CHROOT_SH:-${CI_DIR}/chroot.sh}"
+# ci/setup/chroot.sh, or a stand-in for the hermetic tests.
+CHROOT_SH="${NVP2P_CHROOT_SH:-${CI_DIR}/setup/chroot.sh}"
 # Reuse build.sh's parsers (versions.conf, series); its main does not run when sourced.
 # shellcheck source=build.sh
 source "${REPO_DIR}/build.sh"
@@ -18,7 +18,7 @@ P2P_PROG="matrix.sh"
 
 usage() {
   cat <<'EOF'
-Usage: ci/matrix.sh [options]
+Usage: ci/heavy/matrix.sh [options]
 
 Sources (the first that has a tag is used; tags with none are SKIPped):
   --git DIR           a git repository (e.g. a bare clone of the upstream bundle)
@@ -40,12 +40,12 @@ tag of all; sample:N = N tags not chosen otherwise, rotating daily):
 Kernels (for --compile the first one):
   --kernel KVER       installed headers of KVER (repeatable)
   --kernel-src DIR    a kernel build directory (repeatable)
-  --chroot NAME:DIR   the kernel of chroot NAME under DIR (ci/chroot.sh; made
+  --chroot NAME:DIR   the kernel of chroot NAME under DIR (ci/setup/chroot.sh; made
                       before): build.sh runs inside it, for --chroot-tags only
   --chroot-tags LIST  the tags built in the chroots (default: latest, the
                       newest tag of all; they must build there)
   --qemu KREL         boot Debian's KREL kernel in QEMU and insmod the modules
-                      built for it (repeatable; see ci/qemu-smoke.sh)
+                      built for it (repeatable; see ci/heavy/qemu-smoke.sh)
   --bisect            check that every prefix of the series builds (first kernel)
 Other:
   --budget MINUTES    do not start a long stage (compile, build, load, bisect)
@@ -66,7 +66,7 @@ Other:
   --work-dir DIR      build.sh's work dir; default: a new temporary directory
   --summary FILE      also write the summary table to FILE
   --results FILE      append one line per stage: tag, stage, result, seconds,
-                      reason (tab-separated; ci/record-tested.sh reads it)
+                      reason (tab-separated; ci/workflows/record-tested.sh reads it)
   -h, --help          this text
 
 Exit status: 0 when no stage failed (skips are listed), 1 when one failed or a
@@ -635,7 +635,7 @@ run_qemu() {
   budget_allows "${tag}" "load:${krel}" load || return 0
   image=$(cached_deb "linux-image-${krel}") || image=""
   busybox=$(cached_deb busybox-static) || busybox=""
-  timed load "${log}" "${CI_DIR}/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
+  timed load "${log}" "${CI_DIR}/heavy/qemu-smoke.sh" --kernel-release "${krel}" --modules "${mods}" \
     ${image:+--image-deb "${image}"} ${busybox:+--busybox-deb "${busybox}"} || rc=$?
   case ${rc} in
   0) set_result "${tag}" "load:${krel}" PASS "$(grep -o 'NVRM: No NVIDIA GPU found[^)]*' "${log}" | head -n 1)" "${LAST_SECONDS}" ;;

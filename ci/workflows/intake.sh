@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/intake.sh: the unattended intake of new upstream releases, run on a
+# ci/workflows/intake.sh: the unattended intake of new upstream releases, run on a
 # schedule by .github/workflows/intake.yml (and by hand, or by the tests,
 # against local repositories).
 #
@@ -12,7 +12,7 @@
 # one updated, with rebase's summary as its body (gh). Nothing new: nothing is
 # pushed. The summary also goes to stdout and --summary FILE.
 #
-# Usage: ci/intake.sh --upstream GIT --remote REMOTE [--branch NAME] [--base BRANCH]
+# Usage: ci/workflows/intake.sh --upstream GIT --remote REMOTE [--branch NAME] [--base BRANCH]
 #                     [--repo OWNER/NAME] [--cache-dir DIR] [--work-dir DIR]
 #                     [--summary FILE] [--pr] [-- MORE build.sh OPTIONS]
 #   --upstream GIT   NVIDIA's repository (a clone, a bundle, or https)
@@ -39,8 +39,8 @@ SUMMARY=""
 PR=0
 EXTRA=()
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 die() {
   local code=$1
@@ -116,7 +116,7 @@ main() {
 write_summary() {
   local out=$1 body=$2 text
   text=$({
-    printf 'New upstream releases, taken in by %s (ci/intake.sh).\n\n```\n' "\`build.sh rebase --new\`"
+    printf 'New upstream releases, taken in by %s (ci/workflows/intake.sh).\n\n```\n' "\`build.sh rebase --new\`"
     sed -n '/^rebase --new: /,$p' "${out}"
     printf '```\n\nEach commit carries its per-patch table. Nothing here was pushed to %s; a\n' "${BASE}"
     printf 'release that needs a person is listed above and left out of the branch.\n'

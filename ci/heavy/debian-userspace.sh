@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# ci/debian-userspace.sh: Debian's real NVIDIA driver packages beside
+# ci/heavy/debian-userspace.sh: Debian's real NVIDIA driver packages beside
 # nvidia-p2p-dkms, inside a throwaway Debian chroot (test/real/
-# debian_userspace.bats runs it there with ci/chroot.sh run).
+# debian_userspace.bats runs it there with ci/setup/chroot.sh run).
 #
-#   ci/debian-userspace.sh candidate DRIVER
+#   ci/heavy/debian-userspace.sh candidate DRIVER
 #       adds contrib, non-free and non-free-firmware to the chroot's apt
 #       sources, updates, and prints the upstream version of DRIVER that apt
 #       would install (535.261.03-1 -> 535.261.03)
-#   ci/debian-userspace.sh steps DRIVER KMOD TAG DEB
+#   ci/heavy/debian-userspace.sh steps DRIVER KMOD TAG DEB
 #       DRIVER (nvidia-driver, nvidia-tesla-535-driver) of TAG from Debian,
 #       its kernel module package KMOD (nvidia-kernel-dkms, ...), then DEB
 #       (nvidia-p2p-dkms of TAG, built by build.sh package) in KMOD's place
@@ -20,21 +20,21 @@
 # chroot that has no kernel, with the kernel packages pinned out: DKMS
 # registers the modules and builds nothing):
 #
-#   ci/debian-userspace.sh machine DRIVER
+#   ci/heavy/debian-userspace.sh machine DRIVER
 #       DRIVER of the chroot's suite with its kernel module package, then
 #       nvidia-p2p-dkms from the chroot's nvidia-p2p source in that
 #       package's place
-#   ci/debian-userspace.sh move SUITE
+#   ci/heavy/debian-userspace.sh move SUITE
 #       the Debian sources to SUITE, apt-get update, then apt-get -y
 #       full-upgrade; prints apt's summary (what it removes, keeps back)
-#   ci/debian-userspace.sh apt ARGS...
+#   ci/heavy/debian-userspace.sh apt ARGS...
 #       apt-get -y ARGS... (--reinstall install DRIVER, remove DRIVER,
 #       autoremove), noninteractive, its output printed
-#   ci/debian-userspace.sh state PKG...
+#   ci/heavy/debian-userspace.sh state PKG...
 #       "PKG STATUS VERSION" for each (dpkg's two letters; "- -": unknown)
-#   ci/debian-userspace.sh dkms-built
+#   ci/heavy/debian-userspace.sh dkms-built
 #       the make.log of every DKMS build (none expected)
-#   ci/debian-userspace.sh modprobe-install
+#   ci/heavy/debian-userspace.sh modprobe-install
 #       the command `modprobe nvidia` runs by the modprobe.d files now
 #       (--show-depends for an empty kernel tree; it loads nothing), then
 #       "file: PATH" for each modprobe.d file with an install line for
@@ -44,17 +44,17 @@
 # installed (its postinst then skips the DKMS build of Debian's own modules:
 # minutes this test does not need); they come in once ours has taken its
 # place. DKMS's compiler runs through ccache when CCACHE_DIR is set (the
-# caller binds a directory kept between runs; ci/ccache-compilers.sh). Prints one "PASS|FAIL step"
+# caller binds a directory kept between runs; ci/setup/ccache-compilers.sh). Prints one "PASS|FAIL step"
 # line per step; exit 0 when all pass, 1 when one fails, 2 usage.
 set -euo pipefail
 
 STEP_LOG=/tmp/debian-userspace.log
 # step, check_modules, loads_ours, loads_stock
-# shellcheck source=ci/chroot-checks.sh
+# shellcheck source=ci/heavy/chroot-checks.sh
 source "$(dirname "${BASH_SOURCE[0]}")/chroot-checks.sh"
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 # more_components: the chroot's release suite again with contrib, non-free
 # and non-free-firmware (Debian's NVIDIA packages and the GSP firmware); not
@@ -127,7 +127,7 @@ preflight_says() {
 # of the chroot's release: bookworm 6.1, trixie 6.12; not trixie-backports'
 # 7.x, for which 535 and 550 do not build); DKMS's kernel hook builds ours.
 headers_in() {
-  [[ -z ${CCACHE_DIR:-} ]] || /lab/repo/ci/ccache-compilers.sh
+  [[ -z ${CCACHE_DIR:-} ]] || /lab/repo/ci/setup/ccache-compilers.sh
   apt-get -y -q install linux-headers-amd64
   built_kernel >/dev/null
 }

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# ci/kernel-sysroot.sh DIR SERIES: headers of Debian's newest kernel of SERIES
+# ci/setup/kernel-sysroot.sh DIR SERIES: headers of Debian's newest kernel of SERIES
 # (e.g. 6.12: bookworm-security's linux-6.12) extracted under DIR, without
 # installing anything: apt-get download (verified by apt against the signed
 # index) and dpkg-deb -x. Prints the -amd64 header directory, ready for
 # `build.sh build --kernel-src`. Exit 77 when the packages cannot be had.
 set -euo pipefail
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   help_exit "$@"

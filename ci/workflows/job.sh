@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/job.sh TAG [compile|full]: one hosted-CI job of the matrix (see
+# ci/workflows/job.sh TAG [compile|full]: one hosted-CI job of the matrix (see
 # .github/workflows/matrix.yml). Needs network access to GitHub; run on
 # Debian 12 as root (a container will do). Fetches TAG from GitHub (verified
 # against versions.conf), then runs the matrix for it against the newest
@@ -7,19 +7,19 @@
 # (b) (full: all modules, the QEMU module-load test and the bisect check).
 set -euo pipefail
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   help_exit "$@"
   [[ $# -ge 1 && $# -le 2 ]] || usage_error "needs TAG [compile|full]"
   local tag=$1 level=${2:-compile} repo krel
-  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
   krel=$(newest_headers)
   "${repo}/build.sh" fetch "${tag}" --no-run
   case ${level} in
-  compile) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --compile "${tag}" ;;
-  full) "${repo}/ci/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --full "${tag}" --qemu "${krel}" --bisect ;;
+  compile) "${repo}/ci/heavy/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --compile "${tag}" ;;
+  full) "${repo}/ci/heavy/matrix.sh" --tags "${tag}" --require "${tag}" --kernel "${krel}" --full "${tag}" --qemu "${krel}" --bisect ;;
   *) usage_error "unknown level ${level} (compile or full)" ;;
   esac
 }

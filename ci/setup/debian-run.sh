@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# ci/debian-run.sh: NVIDIA's userspace of a tag, from Debian's packages of
+# ci/setup/debian-run.sh: NVIDIA's userspace of a tag, from Debian's packages of
 # that version, as an installer that stands in for NVIDIA's .run (which CI
 # cannot download): the real nvidia-smi and libnvidia-ml of the tag, laid out
 # as the .run installs them, for tests that need real userspace files (the
 # GPU Operator's probe and validator against build.sh container's image).
 #
-#   ci/debian-run.sh TAG SUITE OUT [--mirror URL]
+#   ci/setup/debian-run.sh TAG SUITE OUT [--mirror URL]
 #
 # apt (on this machine, with its own sources and state in a temporary
 # directory: the machine's apt is not touched) fetches nvidia-smi and
@@ -29,8 +29,8 @@ shopt -s inherit_errexit
 PKGS=(nvidia-smi libnvidia-ml1)
 TMP=""
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 cleanup() {
   [[ -z ${TMP} ]] || rm -rf -- "${TMP}"
@@ -114,7 +114,7 @@ archive() {
     cat <<EOF
 #!/bin/sh
 # NVIDIA's userspace of ${tag} from Debian's packages (nvidia-smi, libnvidia-ml1), made
-# by ci/debian-run.sh to stand in for NVIDIA-Linux-x86_64-${tag}.run in tests.
+# by ci/setup/debian-run.sh to stand in for NVIDIA-Linux-x86_64-${tag}.run in tests.
 label="NVIDIA Accelerated Graphics Driver for Linux-x86_64 ${tag}"
 printf 'debian-run %s\n' "\$*" >>"\${STUB_LOG:-/dev/null}"
 [ "\${1:-}" = --info ] && { printf 'Identification: %s\n' "\${label}"; exit 0; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/ccache-compilers.sh: inside a throwaway test chroot (never on a machine
+# ci/setup/ccache-compilers.sh: inside a throwaway test chroot (never on a machine
 # of users), make every versioned gcc (/usr/bin/gcc-N, what Debian's kernel
 # headers name as CC) run through ccache: dpkg-divert moves the compiler to
 # /usr/libexec/ccache-compilers/gcc-N (the same name, so `gcc-N --version`
@@ -8,13 +8,13 @@
 # reach the DKMS builds that apt's postinst and kernel hooks start; this
 # does. CCACHE_DIR must be set for the builds (the tests set it).
 #
-#   ci/ccache-compilers.sh     wrap the compilers (again: nothing to do)
+#   ci/setup/ccache-compilers.sh     wrap the compilers (again: nothing to do)
 #
 # Exit: 0 done, 1 a diversion failed, 77 no ccache in the chroot.
 set -euo pipefail
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   help_exit "$@"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# ci/usage.sh: the usage() of the scripts in ci/ that are documented by the
+# ci/helpers/usage.sh: the usage() of the scripts in ci/ that are documented by the
 # comment at their top, sourced by them. The convention of every script in
 # ci/: usage() prints how to run it on stdout; -h or --help prints it and
 # exits 0; a wrong command line says what is wrong on stderr and exits 2.

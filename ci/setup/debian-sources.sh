@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# ci/debian-sources.sh DIR: download the tarballs listed in
-# ci/debian-sources.conf into DIR (kept when already there and intact), with
+# ci/setup/debian-sources.sh DIR: download the tarballs listed in
+# ci/setup/debian-sources.conf into DIR (kept when already there and intact), with
 # build.sh's download (https, curl --fail --retry, temporary name), then size
 # and sha256 checked before the rename. Prints DIR. Exit 4 on a malformed
 # line, 5 when a download fails, 6 on a checksum mismatch.
 set -euo pipefail
 shopt -s inherit_errexit
 
-CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+CI_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 REPO_DIR="$(dirname "${CI_DIR}")"
-CONF="${CI_DIR}/debian-sources.conf"
+CONF="${CI_DIR}/setup/debian-sources.conf"
 # Reuse build.sh's download, sha256_of and die; its main does not run when sourced.
 # shellcheck source=build.sh
 source "${REPO_DIR}/build.sh"
 P2P_PROG="debian-sources.sh"
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   help_exit "$@"

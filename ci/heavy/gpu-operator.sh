@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# ci/gpu-operator.sh: NVIDIA GPU Operator's own checks of a driver container,
+# ci/heavy/gpu-operator.sh: NVIDIA GPU Operator's own checks of a driver container,
 # run against this project's image without a cluster (sourced by
-# ci/container-test.sh, on an unpacked image in a chroot, and by
+# ci/heavy/container-test.sh, on an unpacked image in a chroot, and by
 # test/unit/container.bats, on a fixture tree). The operator's scripts are
 # vendored in test/fixtures/gpu-operator (SOURCE there says from where):
 #
@@ -17,7 +17,7 @@
 #
 # Each prints what it ran and what that printed; the status is the check's.
 
-OP_FIXTURES="$(cd "$(dirname "${BASH_SOURCE[0]}")/../test/fixtures/gpu-operator" && pwd -P)"
+OP_FIXTURES="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../test/fixtures/gpu-operator" && pwd -P)"
 
 # The validator's search order (cmd/nvidia-validator, internal/driver/root.go
 # 30-44 at NVIDIA/gpu-operator a22dbf67).

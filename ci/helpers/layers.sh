@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/layers.sh: the layering of build.sh's shell library, checked. Bash
+# ci/helpers/layers.sh: the layering of build.sh's shell library, checked. Bash
 # sources every file of lib/ into one namespace, so nothing but this check
 # stops a file from calling a function of any other. The rule: a file calls
 # only functions of files in layers below its own. A file's layer is the
@@ -20,7 +20,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: ci/layers.sh [--edges] [ROOT]
+Usage: ci/helpers/layers.sh [--edges] [ROOT]
 
 Checks that each of ROOT's build.sh and lib/*.sh (ROOT: this checkout)
 calls only functions, and reads only globals, of files in lower layers, and
@@ -166,13 +166,13 @@ main() {
       usage
       return 0
       ;;
-    -*) die 2 "unknown option '$1' (see: ci/layers.sh --help)" ;;
+    -*) die 2 "unknown option '$1' (see: ci/helpers/layers.sh --help)" ;;
     *) break ;;
     esac
     shift
   done
   [[ $# -le 1 ]] || die 2 "one ROOT at most"
-  root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)}
+  root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}
   [[ -f ${root}/build.sh && -d ${root}/lib ]] || die 2 "${root}: no build.sh and lib/ there"
   cd "${root}"
   check_named || bad=1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ci/upstream-git.sh BUNDLE DIR: a bare git repository DIR holding every tag
+# ci/setup/upstream-git.sh BUNDLE DIR: a bare git repository DIR holding every tag
 # of BUNDLE (a git bundle of NVIDIA's open-gpu-kernel-modules), made by
 # cloning it, or brought up to date by fetching its tags when DIR exists.
 # When BUNDLE has a SHA256SUMS file beside it, its checksum must match. (The
@@ -7,8 +7,8 @@
 # Exit 5 when the bundle is missing or broken, 6 on a checksum mismatch.
 set -euo pipefail
 
-# shellcheck source=ci/usage.sh
-source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
+# shellcheck source=ci/helpers/usage.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
 main() {
   help_exit "$@"
