@@ -109,6 +109,18 @@ P2P_REBASE_NEW=0
 P2P_REBASE_LIST=0
 P2P_REBASE_COMMIT=0
 P2P_CHROOTS=()
+# repo: --key KEYID, --generate-key, --suite NAME, --url URL
+P2P_REPO_KEY=""
+P2P_REPO_GENERATE=0
+P2P_REPO_SUITE=""
+P2P_REPO_URL=""
+# doctor: --collect DIR, --from DIR, --json, --verify
+P2P_DOCTOR_COLLECT=""
+P2P_DOCTOR_FROM=""
+P2P_DOCTOR_JSON=0
+P2P_DOCTOR_VERIFY=0
+# verify: --build-only
+P2P_VERIFY_BUILD_ONLY=0
 P2P_HELP=0
 # 1 while the pipeline (build.sh <tag>) runs its stages in this process
 P2P_IN_PIPELINE=0

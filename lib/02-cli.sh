@@ -20,6 +20,9 @@ declare -A P2P_CMD_USAGE=(
   [uninstall]="[--kernel KVER]"
   [preflight]="[<tag>] [--kernel KVER]"
   [rebase]="<tag> | --new [--list] [--commit] [--source GIT] [--family NAME] [--kernel KVER | --kernel-src DIR] [--chroot NAME:DIR]... [--run-sha256 HEX] [--units-only] [--no-ccache]"
+  [repo]="<dir> <tag|file.deb>... [--key KEYID | --generate-key] [--suite NAME] [--url URL] [--revision N] [--source PATH] [--no-ccache] [--nvlink keep|off]"
+  [doctor]="[--collect DIR | --from DIR] [--json] [--verify]"
+  [verify]="[--build-only] [p2p-verify options]"
   [list]=""
   [check]="<tag>"
 )
@@ -168,6 +171,10 @@ set_opt_flag() {
   --no-userspace) P2P_USERSPACE=keep ;;
   --no-ccache) P2P_NO_CCACHE=1 ;;
   --units-only) P2P_UNITS_ONLY=1 ;;
+  --generate-key) P2P_REPO_GENERATE=1 ;;
+  --json) P2P_DOCTOR_JSON=1 ;;
+  --verify) P2P_DOCTOR_VERIFY=1 ;;
+  --build-only) P2P_VERIFY_BUILD_ONLY=1 ;;
   *) die "${EX_FAIL}" "internal: option $1 is in a synopsis (lib/02-cli.sh) but sets nothing" ;;
   esac
 }
@@ -225,6 +232,20 @@ set_opt_value() {
     [[ $2 =~ ^[0-9a-fA-F]{64}$ ]] || die "${EX_USAGE}" "--run-sha256 needs 64 hex digits"
     P2P_RUN_SHA256=${2,,}
     ;;
+  --key)
+    [[ $2 =~ ^[[:print:]]+$ ]] || die "${EX_USAGE}" "--key: a key id, fingerprint or user id in printable characters"
+    P2P_REPO_KEY=$2
+    ;;
+  --suite)
+    [[ $2 =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || die "${EX_USAGE}" "--suite '$2': lower-case letters, digits, . + - only"
+    P2P_REPO_SUITE=$2
+    ;;
+  --url)
+    [[ $2 =~ ^(https?|file):[^[:space:]]+$ ]] || die "${EX_USAGE}" "--url '$2' is not an http(s):// or file: URL"
+    P2P_REPO_URL=${2%/}
+    ;;
+  --collect) P2P_DOCTOR_COLLECT=$(abs_path "$2") ;;
+  --from) P2P_DOCTOR_FROM=$(abs_path "$2") ;;
   *) die "${EX_FAIL}" "internal: option $1 is in a synopsis (lib/02-cli.sh) but sets nothing" ;;
   esac
 }

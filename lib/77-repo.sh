@@ -19,10 +19,8 @@ readonly REPO_SOURCES="nvidia-p2p.sources"
 readonly REPO_POOL_PATH="pool/main/n/${P2P_PKG_NAME}"
 
 help_repo() {
+  usage_synopsis repo
   cat <<'EOF'
-Usage: build.sh repo <dir> <tag|file.deb>... [--key KEYID | --generate-key]
-                     [--suite NAME] [--url URL] [--revision N] [--source PATH]
-                     [--no-ccache] [--nvlink keep|off]
 
 Make or update a signed apt repository in <dir> holding nvidia-p2p-dkms of
 each <tag> (built as `build.sh package` does; a package already in the
@@ -92,69 +90,39 @@ EOF
 }
 
 P2P_REPO_DIR=""
-P2P_REPO_KEY=""
-P2P_REPO_GENERATE=0
-P2P_REPO_SUITE=""
-P2P_REPO_URL=""
 P2P_REPO_ITEMS=()
 
-# repo_parse_args ARGS...: <dir>, then tags or .deb files, and the options.
+# repo_parse_args ARGS...: <dir>, then tags or .deb files, and the options
+# (repo's synopsis; those it shares with package checked as package checks
+# them).
 repo_parse_args() {
   local opt stray=""
-  local -a package_opts=()
+  local -a opts=()
   while [[ $# -gt 0 ]]; do
     opt=$1
-    if [[ ${opt} == --*=* ]]; then
-      set -- "${opt%%=*}" "${opt#*=}" "${@:2}"
-      opt=$1
-    fi
-    case ${opt} in
-    --generate-key) P2P_REPO_GENERATE=1 && shift ;;
-    --no-ccache) package_opts+=("$1") && shift ;;
-    --revision | --source | --nvlink)
-      package_opts+=("$1" "${2:-}")
-      shift $(($# >= 2 ? 2 : 1))
-      ;;
-    --key | --suite | --url)
-      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "${opt} needs a value"
-      repo_set_opt "${opt}" "$2"
-      shift 2
-      ;;
-    -*) die "${EX_USAGE}" "unknown option '${opt}' for repo (see: build.sh help repo)" ;;
-    *)
-      if [[ -z ${P2P_REPO_DIR} ]]; then
-        P2P_REPO_DIR=$(abs_path "${opt}")
-      else
-        P2P_REPO_ITEMS+=("${opt}")
-      fi
+    if [[ ${opt} == -* ]]; then
+      # the options, with their values, apart from <dir> and the items
+      allowed_opt repo "${opt%%=*}"
+      opts+=("${opt}")
       shift
-      ;;
-    esac
+      if [[ ${opt} != *=* && -n ${P2P_OPT_VALUE[${opt}]} && $# -gt 0 ]]; then
+        opts+=("$1")
+        shift
+      fi
+    elif [[ -z ${P2P_REPO_DIR} ]]; then
+      P2P_REPO_DIR=$(abs_path "${opt}")
+      shift
+    else
+      P2P_REPO_ITEMS+=("${opt}")
+      shift
+    fi
   done
-  # the options of the packages, checked as package checks them
-  parse_stage_args package stray "${package_opts[@]+"${package_opts[@]}"}"
+  parse_stage_args repo stray "${opts[@]+"${opts[@]}"}"
   package_check_args
   [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}'"
   [[ -n ${P2P_REPO_DIR} ]] || die "${EX_USAGE}" "repo needs a directory and at least one tag or .deb (see: build.sh help repo)"
   [[ ${#P2P_REPO_ITEMS[@]} -gt 0 ]] || die "${EX_USAGE}" "repo needs at least one tag or .deb after the directory"
   [[ -z ${P2P_REPO_KEY} || ${P2P_REPO_GENERATE} -eq 0 ]] || die "${EX_USAGE}" "--key and --generate-key exclude each other"
-}
-
-repo_set_opt() {
-  case $1 in
-  --key)
-    [[ $2 =~ ^[[:print:]]+$ ]] || die "${EX_USAGE}" "--key: a key id, fingerprint or user id in printable characters"
-    P2P_REPO_KEY=$2
-    ;;
-  --suite)
-    [[ $2 =~ ^[a-z0-9][a-z0-9.+-]*$ ]] || die "${EX_USAGE}" "--suite '$2': lower-case letters, digits, . + - only"
-    P2P_REPO_SUITE=$2
-    ;;
-  --url)
-    [[ $2 =~ ^(https?|file):[^[:space:]]+$ ]] || die "${EX_USAGE}" "--url '$2' is not an http(s):// or file: URL"
-    P2P_REPO_URL=${2%/}
-    ;;
-  esac
 }
 
 cmd_repo() {

@@ -8,19 +8,13 @@
 
 # Where procfs is (tests use fixture trees, like NVP2P_SYSFS).
 P2P_PROCFS="${NVP2P_PROCFS:-/proc}"
-P2P_DOCTOR_COLLECT=""
-P2P_DOCTOR_FROM=""
-P2P_DOCTOR_JSON=0
-P2P_DOCTOR_VERIFY=0
 # Seconds one collecting command may take (nvidia-smi can hang on a GPU that
 # fell off the bus).
 P2P_DOCTOR_TIMEOUT="${NVP2P_DOCTOR_TIMEOUT:-60}"
 
 help_doctor() {
+  usage_synopsis doctor
   cat <<'EOF'
-Usage: build.sh doctor [--json] [--verify]
-       build.sh doctor --collect DIR [--verify]
-       build.sh doctor --from DIR [--json]
 
 Why P2P works or not on this machine: for every ordered GPU pair a verdict
 (p2p-bar1, p2p-nvlink, p2p, host-staged, not-possible, unknown), each cause
@@ -42,8 +36,10 @@ CUDA or NCCL needed) and changes nothing; it needs make and a C compiler
   --verify        also run verify/p2p-verify --json --quick and read its
                   result; where it is not built and nvcc is there, it is
                   built first into a temporary directory (build.sh verify
-                  --build-only keeps one); without nvcc that is said
-  --json          the diagnosis as JSON (schema in docs/diagnosis.md, "JSON")
+                  --build-only keeps one); without nvcc that is said; not
+                  with --from (it runs on this machine)
+  --json          the diagnosis as JSON (schema in docs/diagnosis.md, "JSON");
+                  not with --collect
 
 Run as root for everything: lspci shows ACS and Resizable BAR only to root,
 and dmesg may be restricted.
@@ -59,25 +55,12 @@ to build the reader.
 EOF
 }
 
-# parse_doctor_args ARGS...: doctor's own options.
+# parse_doctor_args ARGS...: doctor's options (its synopsis), and what
+# excludes what.
 parse_doctor_args() {
-  while [[ $# -gt 0 ]]; do
-    case $1 in
-    --json) P2P_DOCTOR_JSON=1 ;;
-    --verify) P2P_DOCTOR_VERIFY=1 ;;
-    --collect | --from)
-      [[ $# -ge 2 && -n $2 && $2 != -* ]] || die "${EX_USAGE}" "$1 needs a directory"
-      if [[ $1 == --collect ]]; then P2P_DOCTOR_COLLECT=$(abs_path "$2"); else P2P_DOCTOR_FROM=$(abs_path "$2"); fi
-      shift
-      ;;
-    --collect=* | --from=*)
-      set -- "${1%%=*}" "${1#*=}" "${@:2}"
-      continue
-      ;;
-    *) die "${EX_USAGE}" "unknown argument '$1' for doctor (see: build.sh help doctor)" ;;
-    esac
-    shift
-  done
+  local stray=""
+  parse_stage_args doctor stray "$@"
+  [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}' for doctor (see: build.sh help doctor)"
   [[ -z ${P2P_DOCTOR_COLLECT} || -z ${P2P_DOCTOR_FROM} ]] || die "${EX_USAGE}" "--collect and --from exclude each other"
   [[ -z ${P2P_DOCTOR_COLLECT} || ${P2P_DOCTOR_JSON} -eq 0 ]] || die "${EX_USAGE}" "--json applies to a diagnosis, not to --collect"
   [[ -z ${P2P_DOCTOR_FROM} || ${P2P_DOCTOR_VERIFY} -eq 0 ]] || die "${EX_USAGE}" "--verify runs on this machine; it does not apply to --from"

@@ -241,8 +241,8 @@ cmd_check() {
 }
 
 help_verify() {
+  usage_synopsis verify
   cat <<'EOF'
-Usage: build.sh verify [--build-only] [p2p-verify options]
 
 Build (make -C verify) and run the P2P verification tool: peer access matrix,
 integrity-checked peer copies and peer loads/stores, bandwidth and latency
@@ -261,18 +261,19 @@ EOF
 }
 
 cmd_verify() {
-  local build_only=0
   local -a tool_args=()
+  # verify's own options (its synopsis); p2p-verify parses the others
   while [[ $# -gt 0 ]]; do
-    case $1 in
-    --build-only) build_only=1 ;;
-    *) tool_args+=("$1") ;;
-    esac
+    if [[ " ${P2P_CMD_OPTS[verify]} " == *" $1 "* ]]; then
+      set_opt_flag "$1"
+    else
+      tool_args+=("$1")
+    fi
     shift
   done
   stage verify "building verify/p2p-verify"
   run make -s -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify (is the CUDA toolkit installed? nvcc on PATH or CUDA_HOME set)"
-  [[ ${build_only} -eq 1 ]] && return 0
+  [[ ${P2P_VERIFY_BUILD_ONLY} -eq 1 ]] && return 0
   [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would run: %s\n' "$(quote_cmd "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}")"; return 0; }
   stage verify "running p2p-verify"
   local rc=0

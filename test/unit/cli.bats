@@ -22,7 +22,7 @@ setup() {
 
 @test "every command has --help next to it, and help <command> shows the same" {
   local c
-  for c in fetch patch build install uninstall preflight verify list check package doctor; do
+  for c in fetch patch build install uninstall preflight verify list check package doctor repo; do
     run_build "${c}" --help
     assert_success
     assert_output --partial "Usage: build.sh ${c}"
@@ -45,7 +45,7 @@ cli_eval() {
 
 @test "every option a command accepts is described in its help's text, below the Usage line" {
   local c o opts body
-  for c in fetch patch build install package container uninstall preflight rebase; do
+  for c in fetch patch build install package container uninstall preflight rebase repo doctor verify; do
     # shellcheck disable=SC2016 # expanded by the inner bash
     opts=$(cli_eval 'printf "%s\n" "${P2P_CMD_OPTS[$1]}"' "${c}")
     [[ -n ${opts} ]] || fail "no options for ${c}"
@@ -86,6 +86,22 @@ cli_eval() {
     [[ ${#line} -le 80 ]] || fail "longer than 80 columns: ${line}"
   done < <(sed '/^$/q' <<<"${output}")
   assert_line --index 1 --regexp '^ {16}\[--'
+}
+
+@test "every command's help starts with its synopsis from the one table, and every command is in it" {
+  local c cmds
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  cmds=$(cli_eval 'declare -F | awk "{ print \$3 }" | sed -n "s/^help_//p" | grep -v -x -e exit_codes -e page')
+  [[ $(wc -w <<<"${cmds}") -ge 15 ]] || fail "only these commands: ${cmds}"
+  for c in ${cmds}; do
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    run cli_eval '[[ -n ${P2P_CMD_USAGE[$1]+x} ]] && usage_synopsis "$1"' "${c}"
+    assert_success
+    local synopsis=${output}
+    run_build help "${c}"
+    assert_success
+    [[ ${output} == "${synopsis}"$'\n'* ]] || fail "help ${c} does not start with its synopsis: ${synopsis}"
+  done
 }
 
 @test "the parser takes from the synopses which options take a value: the same in every command" {
