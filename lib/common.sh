@@ -2,57 +2,48 @@
 # lib/common.sh: messages, exit codes, logging, dry-run, locking and temp files
 # shared by every command of build.sh. Sourced, never executed.
 
-# Exit codes. exit_code_table below describes each; docs/commands.md carries
-# its output (a test keeps the two in step).
-readonly EX_OK=0
-readonly EX_FAIL=1
-readonly EX_USAGE=2
-readonly EX_UNSUPPORTED=3
-readonly EX_DATA=4
-readonly EX_FETCH=5
-readonly EX_CHECKSUM=6
-readonly EX_PATCH=7
-readonly EX_BUILD=8
-readonly EX_INSTALL=9
-readonly EX_PREFLIGHT=10
-readonly EX_LOCKED=11
-readonly EX_MISMATCH=12
-readonly EX_KERNEL=13
-readonly EX_CONFLICT=14
-readonly EX_SIGN=15
-readonly EX_REPO=16
-readonly EX_DOCTOR_BLOCKED=30
-readonly EX_DOCTOR_INSUFFICIENT=31
-readonly EX_DOCTOR_NO_PAIR=32
-readonly EX_DOCTOR_UNREADABLE=33
-readonly EX_SKIP=77
-readonly EX_INTERRUPTED=130
+# Exit codes: the one table. Each row is NAME CODE MEANING; EX_<NAME> is
+# defined from it (readonly), `build.sh help exit-codes` prints it
+# (exit_code_table) and docs/commands.md carries that output (test/unit/cli.bats
+# keeps the docs in step, and checks that every EX_* the code names is a row).
+P2P_EXIT_CODES=(
+  "OK 0 success"
+  "FAIL 1 internal or unexpected error"
+  "USAGE 2 bad command line"
+  "UNSUPPORTED 3 tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know, a tag below the GPU Operator validator's minimum branch (--operator), or --no-userspace"
+  "DATA 4 versions.conf, series or a patch family is malformed"
+  "FETCH 5 source or .run could not be obtained (download, unpack, missing file)"
+  "CHECKSUM 6 source tree does not match its pin, or .run checksum mismatch (or none pinned to check against)"
+  "PATCH 7 a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved"
+  "BUILD 8 kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed"
+  "INSTALL 9 install or uninstall failed; the previous state was restored"
+  "PREFLIGHT 10 preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..."
+  "LOCKED 11 another build.sh run holds the lock (still, after --lock-wait SECONDS)"
+  "MISMATCH 12 userspace driver version would differ from the module version, or cannot be told"
+  "KERNEL 13 the tag cannot be built for this kernel (kernels.conf says why), or the kernel was built with clang and its clang (of the kernel's major version) or lld is not installed here"
+  "CONFLICT 14 another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it"
+  "SIGN 15 module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying"
+  "REPO 16 repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)"
+  "DOCTOR_BLOCKED 30 doctor: a finding stops or breaks P2P (certain or likely)"
+  "DOCTOR_INSUFFICIENT 31 doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)"
+  "DOCTOR_NO_PAIR 32 doctor: fewer than two NVIDIA GPUs (one, or none where the sysfs read lists the GPUs), and nothing found that stops P2P; no GPU identified in outputs that do not list them is 31"
+  "DOCTOR_UNREADABLE 33 doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written"
+  "SKIP 77 ci/heavy/matrix.sh only: a tag was skipped (no verified source on this machine)"
+  "INTERRUPTED 130 interrupted (Ctrl-C, SIGTERM); the previous state was restored"
+)
+for _row in "${P2P_EXIT_CODES[@]}"; do
+  read -r _name _code _ <<<"${_row}"
+  declare -gr "EX_${_name}=${_code}"
+done
+unset _row _name _code
 
+# exit_code_table: CODE<TAB>MEANING, a line per exit code.
 exit_code_table() {
-  printf '%s\t%s\n' \
-    "${EX_OK}" "success" \
-    "${EX_FAIL}" "internal or unexpected error" \
-    "${EX_USAGE}" "bad command line" \
-    "${EX_UNSUPPORTED}" "tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know, a tag below the GPU Operator validator's minimum branch (--operator), or --no-userspace" \
-    "${EX_DATA}" "versions.conf, series or a patch family is malformed" \
-    "${EX_FETCH}" "source or .run could not be obtained (download, unpack, missing file)" \
-    "${EX_CHECKSUM}" "source tree does not match its pin, or .run checksum mismatch (or none pinned to check against)" \
-    "${EX_PATCH}" "a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved" \
-    "${EX_BUILD}" "kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed" \
-    "${EX_INSTALL}" "install or uninstall failed; the previous state was restored" \
-    "${EX_PREFLIGHT}" "preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..." \
-    "${EX_LOCKED}" "another build.sh run holds the lock (still, after --lock-wait SECONDS)" \
-    "${EX_MISMATCH}" "userspace driver version would differ from the module version, or cannot be told" \
-    "${EX_KERNEL}" "the tag cannot be built for this kernel (kernels.conf says why), or the kernel was built with clang and its clang (of the kernel's major version) or lld is not installed here" \
-    "${EX_CONFLICT}" "another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it" \
-    "${EX_SIGN}" "module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying" \
-    "${EX_REPO}" "repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)" \
-    "${EX_DOCTOR_BLOCKED}" "doctor: a finding stops or breaks P2P (certain or likely)" \
-    "${EX_DOCTOR_INSUFFICIENT}" "doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)" \
-    "${EX_DOCTOR_NO_PAIR}" "doctor: fewer than two NVIDIA GPUs (one, or none where the sysfs read lists the GPUs), and nothing found that stops P2P; no GPU identified in outputs that do not list them is 31" \
-    "${EX_DOCTOR_UNREADABLE}" "doctor: nothing readable to diagnose (--from), or the --collect directory cannot be written" \
-    "${EX_SKIP}" "ci/heavy/matrix.sh only: a tag was skipped (no verified source on this machine)" \
-    "${EX_INTERRUPTED}" "interrupted (Ctrl-C, SIGTERM); the previous state was restored"
+  local row name code meaning
+  for row in "${P2P_EXIT_CODES[@]}"; do
+    read -r name code meaning <<<"${row}"
+    printf '%s\t%s\n' "${code}" "${meaning}"
+  done
 }
 
 P2P_PROG="build.sh"

@@ -322,13 +322,21 @@ cli_eval() {
   assert_equal "${rows} rows in docs/commands.md" "${n} rows in docs/commands.md"
 }
 
-@test "every exit code build.sh defines (EX_* in common.sh) is in the table help and docs print" {
-  local name table
+@test "every exit code the code names (EX_*) is a row of the one table, with a name and a code of its own" {
+  local name names
   # shellcheck disable=SC2016 # expanded by the inner bash
-  table=$(bash -c 'source "$1" && declare -f exit_code_table' _ "${BUILD_SH}")
+  names=$(bash -c 'source "$1" && for r in "${P2P_EXIT_CODES[@]}"; do read -r n c _ <<<"${r}"; printf "EX_%s %s\n" "${n}" "${c}"; done' _ "${BUILD_SH}")
+  [[ $(wc -l <<<"${names}") -ge 20 ]] || fail "only: ${names}"
+  [[ -z $(cut -d' ' -f1 <<<"${names}" | sort | uniq -d) ]] || fail "a name twice: ${names}"
+  [[ -z $(cut -d' ' -f2 <<<"${names}" | sort | uniq -d) ]] || fail "a code twice: ${names}"
   while read -r name; do
-    grep -q -F "\${${name}}" <<<"${table}" || fail "${name} is not in exit_code_table"
-  done < <(sed -n -E 's/^readonly (EX_[A-Z_]+)=[0-9]+$/\1/p' "${REPO_ROOT}/lib/common.sh")
+    grep -q -x -F "${name}" < <(cut -d' ' -f1 <<<"${names}") || fail "${name} is named in the code but is no row of P2P_EXIT_CODES"
+  done < <(grep -r -h -o -E '\bEX_[A-Z_]+\b' "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" | sort -u)
+  # shellcheck disable=SC2016 # expanded by the inner bash
+  run bash -c 'source "$1" && echo "${EX_USAGE} ${EX_DOCTOR_UNREADABLE} ${EX_INTERRUPTED}" && EX_USAGE=3' _ "${BUILD_SH}"
+  assert_failure
+  assert_line "2 33 130"
+  assert_output --partial "EX_USAGE: readonly variable"
 }
 
 # --- versions.conf parsing ------------------------------------------------------
