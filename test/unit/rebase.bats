@@ -57,7 +57,7 @@ OWN_RESIZE='s/pci_resize_resource(0, 1, 2)/pci_resize_resource(0, 1, 2, NULL)/'
 
 @test "fits: the tables made from versions.conf are regenerated in the data directory (ci/workflows/readme-table.sh --update)" {
   fixture_release "${UP}" 999.30.01
-  mkdir -p "${NVP2P_DATA_DIR}/ci"
+  mkdir -p "${NVP2P_DATA_DIR}/ci/workflows"
   # A stand-in that records how it was called and what versions.conf held then.
   cat >"${NVP2P_DATA_DIR}/ci/workflows/readme-table.sh" <<'STUB'
 #!/usr/bin/env bash

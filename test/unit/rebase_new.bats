@@ -127,8 +127,8 @@ project_remote() {
   local wt="${BATS_TEST_TMPDIR}/project-wt"
   mkdir -p "${wt}"
   cp -a "${REPO_ROOT}/build.sh" "${REPO_ROOT}/lib" "${wt}/"
-  mkdir -p "${wt}/ci"
-  cp -a "${REPO_ROOT}/ci/workflows/intake.sh" "${wt}/ci/"
+  mkdir -p "${wt}/ci/workflows"
+  cp -a "${REPO_ROOT}/ci/workflows/intake.sh" "${wt}/ci/workflows/"
   cp -a "${NVP2P_DATA_DIR}/." "${wt}/"
   git -C "${wt}" init -q -b main
   git -C "${wt}" -c user.name=t -c user.email=t@t add -A
