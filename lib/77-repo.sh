@@ -97,16 +97,16 @@ P2P_REPO_ITEMS=()
 # them).
 repo_parse_args() {
   local opt stray=""
-  local -a opts=()
+  local -a given=()
   while [[ $# -gt 0 ]]; do
     opt=$1
     if [[ ${opt} == -* ]]; then
       # the options, with their values, apart from <dir> and the items
       allowed_opt repo "${opt%%=*}"
-      opts+=("${opt}")
+      given+=("${opt}")
       shift
       if [[ ${opt} != *=* && -n ${P2P_OPT_VALUE[${opt}]} && $# -gt 0 ]]; then
-        opts+=("$1")
+        given+=("$1")
         shift
       fi
     elif [[ -z ${P2P_REPO_DIR} ]]; then
@@ -117,7 +117,7 @@ repo_parse_args() {
       shift
     fi
   done
-  parse_stage_args repo stray "${opts[@]+"${opts[@]}"}"
+  parse_stage_args repo stray "${given[@]+"${given[@]}"}"
   package_check_args
   [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}'"
   [[ -n ${P2P_REPO_DIR} ]] || die "${EX_USAGE}" "repo needs a directory and at least one tag or .deb (see: build.sh help repo)"
