@@ -104,7 +104,9 @@ note_opt() {
 }
 
 # parse_stage_args CMD TAGVAR ARGS...: the command's options, and its one
-# positional argument (a tag) into the variable named TAGVAR.
+# positional argument (a tag) into the variable named TAGVAR; where TAGVAR
+# names an array, every positional argument, in order (repo's <dir> and
+# items).
 parse_stage_args() {
   local cmd=$1 tagvar=$2 opt value
   shift 2
@@ -132,8 +134,13 @@ parse_stage_args() {
       fi
       ;;
     *)
-      [[ -z ${!tagvar} ]] || die "${EX_USAGE}" "unexpected argument '${opt}'"
-      printf -v "${tagvar}" '%s' "${opt}"
+      if [[ $(declare -p "${tagvar}" 2>/dev/null) == "declare -a"* ]]; then
+        local -n positionals=${tagvar}
+        positionals+=("${opt}")
+      else
+        [[ -z ${!tagvar} ]] || die "${EX_USAGE}" "unexpected argument '${opt}'"
+        printf -v "${tagvar}" '%s' "${opt}"
+      fi
       shift
       ;;
     esac

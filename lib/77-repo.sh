@@ -96,30 +96,13 @@ P2P_REPO_ITEMS=()
 # (repo's synopsis; those it shares with package checked as package checks
 # them).
 repo_parse_args() {
-  local opt stray=""
-  local -a given=()
-  while [[ $# -gt 0 ]]; do
-    opt=$1
-    if [[ ${opt} == -* ]]; then
-      # the options, with their values, apart from <dir> and the items
-      allowed_opt repo "${opt%%=*}"
-      given+=("${opt}")
-      shift
-      if [[ ${opt} != *=* && -n ${P2P_OPT_VALUE[${opt}]} && $# -gt 0 ]]; then
-        given+=("$1")
-        shift
-      fi
-    elif [[ -z ${P2P_REPO_DIR} ]]; then
-      P2P_REPO_DIR=$(abs_path "${opt}")
-      shift
-    else
-      P2P_REPO_ITEMS+=("${opt}")
-      shift
-    fi
-  done
-  parse_stage_args repo stray "${given[@]+"${given[@]}"}"
+  local -a operands=()
+  parse_stage_args repo operands "$@"
   package_check_args
-  [[ -z ${stray} ]] || die "${EX_USAGE}" "unexpected argument '${stray}'"
+  if [[ ${#operands[@]} -gt 0 ]]; then
+    P2P_REPO_DIR=$(abs_path "${operands[0]}")
+    P2P_REPO_ITEMS=("${operands[@]:1}")
+  fi
   [[ -n ${P2P_REPO_DIR} ]] || die "${EX_USAGE}" "repo needs a directory and at least one tag or .deb (see: build.sh help repo)"
   [[ ${#P2P_REPO_ITEMS[@]} -gt 0 ]] || die "${EX_USAGE}" "repo needs at least one tag or .deb after the directory"
   [[ -z ${P2P_REPO_KEY} || ${P2P_REPO_GENERATE} -eq 0 ]] || die "${EX_USAGE}" "--key and --generate-key exclude each other"

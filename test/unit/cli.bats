@@ -138,6 +138,38 @@ cli_eval() {
   assert_output --partial "internal: option --no-such-flag is in a synopsis"
 }
 
+@test "repo and doctor parse through the table: unknown, not applying, missing values, --opt=value, operands anywhere" {
+  run_build repo "${BATS_TEST_TMPDIR}/r" 565.57.01 --bogus
+  assert_failure 2
+  assert_output "build.sh: unknown option '--bogus' for repo (see: build.sh help repo)"
+  run_build repo "${BATS_TEST_TMPDIR}/r" 565.57.01 --kernel 6.1.0-1-amd64
+  assert_failure 2
+  assert_output "build.sh: option --kernel does not apply to repo (see: build.sh help repo)"
+  run_build repo "${BATS_TEST_TMPDIR}/r" 565.57.01 --suite
+  assert_failure 2
+  assert_output "build.sh: --suite needs a value"
+  # --opt=value and operands after options; --key=VALUE against --generate-key
+  run_build repo --key=a "${BATS_TEST_TMPDIR}/r" --generate-key 565.57.01
+  assert_failure 2
+  assert_output "build.sh: --key and --generate-key exclude each other"
+  run_build repo --suite=Bad "${BATS_TEST_TMPDIR}/r" 565.57.01
+  assert_failure 2
+  assert_output "build.sh: --suite 'Bad': lower-case letters, digits, . + - only"
+  assert_not_exist "${BATS_TEST_TMPDIR}/r"
+  run_build doctor --bogus
+  assert_failure 2
+  assert_output "build.sh: unknown option '--bogus' for doctor (see: build.sh help doctor)"
+  run_build doctor somewhere
+  assert_failure 2
+  assert_output "build.sh: unexpected argument 'somewhere' for doctor (see: build.sh help doctor)"
+  run_build doctor --collect
+  assert_failure 2
+  assert_output "build.sh: --collect needs a value"
+  run_build doctor --from "${BATS_TEST_TMPDIR}" --verify
+  assert_failure 2
+  assert_output "build.sh: --verify runs on this machine; it does not apply to --from"
+}
+
 @test "an option no command has is unknown; one of another command does not apply; a flag takes no value" {
   run_build fetch 565.57.01 --bogus
   assert_failure 2
