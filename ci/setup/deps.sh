@@ -58,12 +58,13 @@ linux_source_package() {
 
 main() {
   help_exit "$@"
-  local tier=${1:-build} src
+  local tier=${1:-build} src headers
   local -a packages=("${UNIT_PACKAGES[@]}")
+  headers=$(headers_package)
   command -v node >/dev/null 2>&1 || packages+=(nodejs npm)
   case ${tier} in
   unit) ;;
-  build) packages+=("${BUILD_PACKAGES[@]}" "$(headers_package)") ;;
+  build) packages+=("${BUILD_PACKAGES[@]}" "${headers}") ;;
   *) usage_error "unknown tier ${tier} (unit or build)" ;;
   esac
   if [[ "$(id -u)" != 0 ]]; then
@@ -79,7 +80,7 @@ main() {
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${packages[@]}"
   [[ ${tier} == build ]] || return 0
-  src=$(linux_source_package "$(headers_package)")
+  src=$(linux_source_package "${headers}")
   [[ -z ${src} ]] || apt-get install -y -q --no-install-recommends --allow-downgrades "${src}"
 }
 
