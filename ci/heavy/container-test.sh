@@ -48,13 +48,6 @@ INIT_TIMEOUT=${NVP2P_CTR_INIT_TIMEOUT:-2400}
 # shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
-die() {
-  local code=$1
-  shift
-  printf 'container-test.sh: %s\n' "$*" >&2
-  exit "${code}"
-}
-
 main() {
   help_exit "$@"
   parse "$@"

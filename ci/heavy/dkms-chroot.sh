@@ -39,13 +39,6 @@ shopt -s inherit_errexit
 # shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
-die() {
-  local code=$1
-  shift
-  printf 'dkms-chroot.sh: %s\n' "$*" >&2
-  exit "${code}"
-}
-
 main() {
   help_exit "$@"
   if [[ ${1:-} == __inside ]]; then

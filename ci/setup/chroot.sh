@@ -31,13 +31,6 @@ PACKAGES=(gcc g++ make kmod dwarves libc6-dev xz-utils ca-certificates git quilt
 # shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
-die() {
-  local code=$1
-  shift
-  printf 'chroot.sh: %s\n' "$*" >&2
-  exit "${code}"
-}
-
 main() {
   help_exit "$@"
   if [[ ${1:-} == __inside ]]; then

@@ -19,11 +19,6 @@ set -euo pipefail
 # shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
-die() {
-  printf 'clang-kernel: %s\n' "$2" >&2
-  exit "$1"
-}
-
 # debian_headers: the directory of Debian's amd64 kernel headers of
 # linux-source-6.1's version, or nothing.
 debian_headers() {

@@ -36,13 +36,6 @@ cleanup() {
   [[ -z ${TMP} ]] || rm -rf -- "${TMP}"
 }
 
-die() {
-  local code=$1
-  shift
-  printf 'debian-run.sh: %s\n' "$*" >&2
-  exit "${code}"
-}
-
 main() {
   help_exit "$@"
   [[ $# -ge 3 ]] || usage_error "needs TAG SUITE OUT"

@@ -42,13 +42,6 @@ EXTRA=()
 # shellcheck source=ci/helpers/usage.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../helpers/usage.sh"
 
-die() {
-  local code=$1
-  shift
-  printf 'intake: %s\n' "$*" >&2
-  exit "${code}"
-}
-
 parse() {
   while [[ $# -gt 0 ]]; do
     case $1 in
