@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # lib/72-pkgsrc.sh: what the Arch and RPM packages (lib/73-arch.sh,
-# lib/74-rpm.sh) share. Unlike the Debian package, which ships objects built
+# lib/74-rpm.sh) share, and with the Debian package and the image
+# (lib/75-package.sh, lib/78-container.sh) the maintainer and the date. Unlike the Debian package, which ships objects built
 # here, they are built by the distribution's own tool (makepkg, rpmbuild)
 # from a recipe: NVIDIA's release tarball, checked against this project's
 # pin before anything is patched, the family's series, applied at fuzz 0, the
@@ -27,6 +28,20 @@ pkg_maintainer() {
     printf '%s <%s>\n' "${DEBFULLNAME:-${DEBEMAIL%%@*}}" "${DEBEMAIL}"
   else
     printf 'nvidia-p2p local build <nvidia-p2p@local-build.invalid>\n'
+  fi
+}
+
+# pkg_epoch: the time every package and image records (changelog entries,
+# file times): SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else the
+# commit time of the series' git checkout, else the series file's time (an
+# unpacked release of this project), else 0; never the time of the build, so
+# building the same tag and series twice gives the same files.
+pkg_epoch() {
+  if [[ ${SOURCE_DATE_EPOCH:-} =~ ^[0-9]+$ ]]; then
+    printf '%s\n' "${SOURCE_DATE_EPOCH}"
+  else
+    git -C "${P2P_DATA_DIR}" log -1 --format=%ct 2>/dev/null ||
+      stat -c %Y "${P2P_DATA_DIR}/series" 2>/dev/null || echo 0
   fi
 }
 

@@ -206,7 +206,7 @@ dkms remove -m %{dkms_name} -v %{version} -q --all --rpm_safe_upgrade || :
 
 %changelog
 EOF
-  printf '* %s %s - %s-%s\n- %s\n' "$(LC_ALL=C date -u '+%a %b %d %Y')" "$(pkg_maintainer)" "${tag}" "${P2P_REVISION}" \
+  printf '* %s %s - %s-%s\n- %s\n' "$(LC_ALL=C date -u -d "@$(pkg_epoch)" '+%a %b %d %Y')" "$(pkg_maintainer)" "${tag}" "${P2P_REVISION}" \
     "NVIDIA's open kernel modules ${tag} with the nvidia-p2p series of family ${V_FAMILY[${tag}]} (build.sh ${P2P_VERSION})"
 }
 

@@ -576,7 +576,7 @@ ${P2P_PKG_NAME} ($(deb_version "${tag}")) unstable; urgency=medium
     source of ${tag} and patch family ${V_FAMILY[${tag}]}.
   * Upstream tree ${V_TREE[${tag}]}.
 
- -- $(pkg_maintainer)  $(LC_ALL=C date -u -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
+ -- $(pkg_maintainer)  $(LC_ALL=C date -u -R -d "@$(pkg_epoch)")
 EOF
 }
 

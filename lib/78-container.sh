@@ -18,8 +18,8 @@
 #   neither root nor storage), skopeo checks it and is how it is pushed
 #   (skopeo copy oci:DIR:REF docker://...). buildah and podman would need
 #   container storage and a runtime to do the same.
-# - Reproducible: every timestamp is SOURCE_DATE_EPOCH (default: the commit
-#   time of the series' checkout, else 0); our layer is a tar with sorted
+# - Reproducible: every timestamp is pkg_epoch's (SOURCE_DATE_EPOCH, by
+#   default the commit time of the series' checkout); our layer is a tar with sorted
 #   names, numeric owners and normalised modes; the base is made once per
 #   recipe (os, mirror, packages, epoch) and kept in the cache with its
 #   sha256, so the same inputs give the same layer and manifest digests. A new
@@ -208,15 +208,6 @@ container_modules() {
   fi
 }
 
-# ctr_epoch: SOURCE_DATE_EPOCH, else the series' commit time, else 0.
-ctr_epoch() {
-  if [[ ${SOURCE_DATE_EPOCH:-} =~ ^[0-9]+$ ]]; then
-    printf '%s\n' "${SOURCE_DATE_EPOCH}"
-  else
-    git -C "${P2P_DATA_DIR}" log -1 --format=%ct 2>/dev/null || echo 0
-  fi
-}
-
 # series_revision: the commit of the data directory's checkout ("-dirty" when
 # the series, patches or versions.conf differ from it), or "unknown".
 series_revision() {
@@ -257,7 +248,7 @@ ctr_packages() {
 # recipe and kept in the cache, verified by its sha256 before each use).
 container_base() {
   local recipe key dir tar
-  recipe=$(printf '%s\n' "${P2P_CTR_OS}" "$(ctr_packages "${P2P_CTR_OS}")" "$(ctr_epoch)" && ctr_sources "${P2P_CTR_OS}")
+  recipe=$(printf '%s\n' "${P2P_CTR_OS}" "$(ctr_packages "${P2P_CTR_OS}")" "$(pkg_epoch)" && ctr_sources "${P2P_CTR_OS}")
   key=$(sha256sum <<<"${recipe}" | cut -c1-16)
   dir="${P2P_CACHE_DIR}/container"
   tar="${dir}/base-${P2P_CTR_OS}-${key}.tar"
@@ -290,7 +281,7 @@ ctr_make_base() {
   pkgs=$(ctr_packages "${P2P_CTR_OS}")
   stage base "mmdebstrap ${suite} (${P2P_CTR_OS}): ${pkgs//,/ } (a few minutes)"
   rm -f -- "${tar}.new"
-  SOURCE_DATE_EPOCH=$(ctr_epoch) run_logged mmdebstrap --variant=minbase --format=tar \
+  SOURCE_DATE_EPOCH=$(pkg_epoch) run_logged mmdebstrap --variant=minbase --format=tar \
     "--include=${pkgs}" "${keyring[@]}" \
     "--customize-hook=${hook}" \
     "${suite}" "${tar}.new" "${mirrors[@]}" ||
@@ -409,7 +400,7 @@ container_info() {
 # owners, normalised modes, every time SOURCE_DATE_EPOCH).
 container_layer() {
   (cd "$1" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | LC_ALL=C sort) |
-    tar -C "$1" --sort=name --mtime="@$(ctr_epoch)" --owner=0 --group=0 --numeric-owner \
+    tar -C "$1" --sort=name --mtime="@$(pkg_epoch)" --owner=0 --group=0 --numeric-owner \
       --mode='u+rwX,go+rX,go-w' --format=posix \
       --pax-option='exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime' -cf "$2" -T -
 }
@@ -423,7 +414,7 @@ container_assemble() {
   mkdir -p -- "${wdir}/stage"
   container_stage "${tag}" "${wdir}/stage"
   container_layer "${wdir}/stage" "${wdir}/layer.tar"
-  created=$(date -u -d "@$(ctr_epoch)" +%Y-%m-%dT%H:%M:%SZ)
+  created=$(date -u -d "@$(pkg_epoch)" +%Y-%m-%dT%H:%M:%SZ)
   stage image "umoci: ${P2P_CTR_OS} base + nvidia-p2p ${tag} as ${ref}"
   if ! ctr_umoci "${tag}" "${wdir}/oci" "${ref}" "${base}" "${wdir}/layer.tar" "${created}" \
     "${wdir}/stage/usr/share/nvidia-p2p/image.conf"; then

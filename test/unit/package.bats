@@ -539,3 +539,20 @@ upgrade_bundle() {
   refute_output --partial "stock-module-loaded ["
   refute_output --partial "userspace-mismatch ["
 }
+
+@test "the changelog's date is SOURCE_DATE_EPOCH's, else the series' time (no checkout here), never the build's" {
+  SOURCE_DATE_EPOCH=1700000000 package
+  assert_success
+  local x="${BATS_TEST_TMPDIR}/x"
+  dpkg-deb -R "${DEB}" "${x}"
+  run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | grep '^ -- '"
+  assert_output --regexp ' -- .*  Tue, 14 Nov 2023 22:13:20 \+0000$'
+  rm -rf "${OUT}" "${x}"
+  unset SOURCE_DATE_EPOCH
+  touch -d @1600000000 "${NVP2P_DATA_DIR}/series"
+  package
+  assert_success
+  dpkg-deb -R "${DEB}" "${x}"
+  run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | grep '^ -- '"
+  assert_output --regexp ' -- .*  Sun, 13 Sep 2020 12:26:40 \+0000$'
+}

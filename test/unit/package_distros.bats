@@ -219,6 +219,14 @@ pkginfo() {
   assert_line "dkms.conf"
 }
 
+@test "the RPM's %changelog entry has SOURCE_DATE_EPOCH's date, not the build's" {
+  need_rpmbuild
+  SOURCE_DATE_EPOCH=1700000000 rpm_package
+  assert_success
+  run rpm -qp --changelog "${RPM}"
+  assert_line --index 0 --regexp "^\* Tue Nov 14 2023 .* - ${T}-1$"
+}
+
 @test "the RPM provides nvidia-kmod = 3:<tag>, requires dkms, conflicts with the other module packages, recommends the userspace of <tag>" {
   need_rpmbuild
   rpm_package
