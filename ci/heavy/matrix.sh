@@ -70,8 +70,9 @@ Other:
   -h, --help          this text
 
 Exit status: 0 when no stage failed (skips are listed), 1 when one failed or a
---require'd tag was skipped, 2 on a usage error, 3 when another run uses the
-work directory.
+--require'd tag was skipped, 2 on a usage error, 3 when another matrix run uses
+the work directory or a build.sh run the cache directory (the matrix holds the
+cache's lock for its whole run).
 EOF
 }
 
@@ -109,6 +110,7 @@ main() {
   P2P_CACHE_DIR=${P2P_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p}
   mkdir -p "${P2P_WORK_DIR}/logs"
   work_lock
+  cache_lock
   [[ ${#M_KERNELS[@]} -gt 0 ]] || M_KERNELS=("kernel:$(uname -r)")
   M_SEED=${M_SEED:-$(($(date -u +%s) / 86400))}
   select_tags
@@ -137,6 +139,23 @@ work_lock() {
       "${P2P_WORK_DIR}" >&2
     exit 3
   }
+}
+
+# cache_lock: the cache directory's build.lock, the one every build.sh run
+# takes, held for the whole run and handed down to this run's build.sh runs
+# (NVP2P_HELD_LOCKS, as rebase hands its own down): a build.sh run started
+# beside the matrix waits for it or exits 11, instead of the matrix's stages
+# failing with that 11 one after another. Exit 3 when a build.sh run holds it.
+cache_lock() {
+  mkdir -p "${P2P_CACHE_DIR}"
+  exec {M_CACHE_LOCK_FD}>"${P2P_CACHE_DIR}/build.lock"
+  flock -n "${M_CACHE_LOCK_FD}" || {
+    printf 'matrix.sh: a build.sh run uses the cache directory %s; wait for it or pass another --cache-dir\n' \
+      "${P2P_CACHE_DIR}" >&2
+    exit 3
+  }
+  NVP2P_HELD_LOCKS="${NVP2P_HELD_LOCKS:+${NVP2P_HELD_LOCKS}:}${P2P_CACHE_DIR}"
+  export NVP2P_HELD_LOCKS
 }
 
 parse_args() {
@@ -599,7 +618,7 @@ run_build_chroot() {
   timed build1 "${log}" "${CHROOT_SH}" run "${name}" "${dir}" \
     --bind "${REPO_DIR}:${REPO_DIR}" --bind "${P2P_CACHE_DIR}:${P2P_CACHE_DIR}" \
     --bind "${P2P_WORK_DIR}:${P2P_WORK_DIR}" -- \
-    env "CCACHE_DIR=${P2P_CACHE_DIR}/ccache-chroot-${name}" "${REPO_DIR}/build.sh" \
+    env "CCACHE_DIR=${P2P_CACHE_DIR}/ccache-chroot-${name}" "NVP2P_HELD_LOCKS=${NVP2P_HELD_LOCKS}" "${REPO_DIR}/build.sh" \
     --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" build "${tag}" --kernel "${label}" || rc=$?
   build_result "${tag}" "${label}" "${rc}" "${log}"
 }

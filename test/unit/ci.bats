@@ -107,20 +107,31 @@ STUB
   assert_output --partial "every prefix of 2 patches builds"
 }
 
-@test "the matrix refuses a work directory another run uses (3), and takes it once that run ended" {
+# fixture_matrix ARGS...: the matrix over the fixture's tag, from its source,
+# with this test's cache and work directories.
+fixture_matrix() {
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}" "$@"
+}
+
+@test "the matrix refuses (3) a work directory another matrix run uses and a cache a build.sh run holds (not failing its stages with 11); it takes them once free, its own build.sh runs sharing the cache's lock" {
   make_fixture
-  mkdir -p "${WORK}"
-  exec {fd}>"${WORK}/matrix.lock"
-  flock -n "${fd}"
-  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
-    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
-  assert_failure 3
-  assert_output "matrix.sh: another matrix run uses the work directory ${WORK}; wait for it or pass another --work-dir"
-  exec {fd}>&-
-  run "${REPO_ROOT}/ci/heavy/matrix.sh" --sources "${FIX}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
-    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --tags "${FIXTURE_TAG}"
+  mkdir -p "${WORK}" "${CACHE}"
+  local lock fd
+  for lock in "${WORK}/matrix.lock" "${CACHE}/build.lock"; do
+    exec {fd}>"${lock}"
+    flock -n "${fd}"
+    fixture_matrix
+    assert_failure 3
+    case ${lock} in
+    "${WORK}"/*) assert_output "matrix.sh: another matrix run uses the work directory ${WORK}; wait for it or pass another --work-dir" ;;
+    *) assert_output "matrix.sh: a build.sh run uses the cache directory ${CACHE}; wait for it or pass another --cache-dir" ;;
+    esac
+    exec {fd}>&-
+  done
+  fixture_matrix --full all
   assert_success
-  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS *$"
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +PASS *$"
 }
 
 @test "--git: apply-only tags are checked on the family's files from the pinned commit, nothing cached" {
