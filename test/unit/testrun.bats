@@ -25,7 +25,7 @@ SH
 @test "test/run without a tier says what the real tier costs before it starts, and stops after a failed unit tier" {
   run "${REPO_ROOT}/test/run"
   assert_failure 1
-  assert_line --partial 'test/run: all tiers: the hermetic tests (about 15 minutes on 2 cores), then the real ones'
+  assert_line --partial 'test/run: all tiers: the hermetic tests (about 20 minutes on 2 cores), then the real ones'
   assert_line --partial 'The hermetic tests alone: test/run unit'
   assert_line 'test/run: unit: 2 passed, 1 failed, 1 skipped'
   refute_line --partial 'test/run: real:'
