@@ -250,7 +250,8 @@ deb_build() {
   deb_tree "${tag}" "${stagedir}"
   mkdir -p "${out}"
   mk_temp_file "${out}"
-  run_logged dpkg-deb --root-owner-group -Zxz --build "${stagedir}" "${P2P_TMP}" ||
+  # dpkg-deb clamps every member's time to SOURCE_DATE_EPOCH: the changelog's date.
+  SOURCE_DATE_EPOCH=$(pkg_epoch) run_logged dpkg-deb --root-owner-group -Zxz --build "${stagedir}" "${P2P_TMP}" ||
     die "${EX_BUILD}" "dpkg-deb could not build the package; see ${P2P_LOG_FILE:-the output above}"
   mv -f -- "${P2P_TMP}" "${deb}"
   rm -rf -- "${stagedir}"

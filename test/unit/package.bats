@@ -540,7 +540,7 @@ upgrade_bundle() {
   refute_output --partial "userspace-mismatch ["
 }
 
-@test "the changelog's date is SOURCE_DATE_EPOCH's, else the series' time (no checkout here), never the build's" {
+@test "the changelog's date and the files' times are SOURCE_DATE_EPOCH's, else the series' time (no checkout here), never the build's" {
   SOURCE_DATE_EPOCH=1700000000 package
   assert_success
   local x="${BATS_TEST_TMPDIR}/x"
@@ -555,4 +555,6 @@ upgrade_bundle() {
   dpkg-deb -R "${DEB}" "${x}"
   run bash -c "zcat '${x}/usr/share/doc/nvidia-p2p-dkms/changelog.Debian.gz' | grep '^ -- '"
   assert_output --regexp ' -- .*  Sun, 13 Sep 2020 12:26:40 \+0000$'
+  run bash -c "TZ=UTC dpkg-deb -c '${DEB}' | awk '{print \$4, \$5}' | sort -u"
+  assert_output "2020-09-13 12:26"
 }
