@@ -326,7 +326,7 @@ STUB
   assert_line --regexp "^999\.20\.01 +PASS +PASS +PASS *$"
   assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +- *$"
   run grep '^chroot.sh run ' "${STUB_LOG}"
-  assert_output --partial "run 7.2 ${BATS_TEST_TMPDIR}/chroots --bind ${REPO_ROOT}:${REPO_ROOT} --bind ${CACHE}:${CACHE} --bind ${WORK}:${WORK} -- env CCACHE_DIR=${CACHE}/ccache-chroot-7.2 ${REPO_ROOT}/build.sh"
+  assert_output --partial "run 7.2 ${BATS_TEST_TMPDIR}/chroots --bind ${REPO_ROOT}:${REPO_ROOT} --bind ${CACHE}:${CACHE} --bind ${WORK}:${WORK} -- env CCACHE_DIR=${CACHE}/ccache-chroot-7.2 NVP2P_HELD_LOCKS=${CACHE} ${REPO_ROOT}/build.sh"
   assert_output --partial "build 999.20.01 --kernel ${FIXTURE_KREL}"
 }
 
