@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # lib/72-pkgsrc.sh: what the Arch and RPM packages (lib/73-arch.sh,
 # lib/74-rpm.sh) share, and with the Debian package and the image
-# (lib/75-package.sh, lib/78-container.sh) the maintainer and the date. Unlike the Debian package, which ships objects built
-# here, they are built by the distribution's own tool (makepkg, rpmbuild)
+# (lib/75-package.sh, lib/78-container.sh) the maintainer and the date.
+# Unlike the Debian package, which ships objects built here, the Arch and
+# RPM packages are built by the distribution's own tool (makepkg, rpmbuild)
 # from a recipe: NVIDIA's release tarball, checked against this project's
 # pin before anything is patched, the family's series, applied at fuzz 0, the
 # two kernel-independent objects built by upstream's makefiles, then the

@@ -19,8 +19,8 @@
 #   (skopeo copy oci:DIR:REF docker://...). buildah and podman would need
 #   container storage and a runtime to do the same.
 # - Reproducible: every timestamp is pkg_epoch's (SOURCE_DATE_EPOCH, by
-#   default the commit time of the series' checkout); our layer is a tar with sorted
-#   names, numeric owners and normalised modes; the base is made once per
+#   default the commit time of the series' checkout); our layer is a tar
+#   with sorted names, numeric owners and normalised modes; the base is made once per
 #   recipe (os, mirror, packages, epoch) and kept in the cache with its
 #   sha256, so the same inputs give the same layer and manifest digests. A new
 #   base (--fresh-base, or an empty cache) takes the archive's packages of

@@ -143,18 +143,21 @@ work_lock() {
 
 # cache_lock: the cache directory's build.lock, the one every build.sh run
 # takes, held for the whole run and handed down to this run's build.sh runs
-# (NVP2P_HELD_LOCKS, as rebase hands its own down): a build.sh run started
-# beside the matrix waits for it or exits 11, instead of the matrix's stages
-# failing with that 11 one after another. Exit 3 when a build.sh run holds it.
+# (lib/common.sh's lock_register and held_locks_env, as rebase hands its own
+# down): a build.sh run started beside the matrix waits for it or exits 11,
+# instead of the matrix's stages failing with that 11 one after another.
+# Exit 3 when a build.sh run holds it.
 cache_lock() {
+  local fd
   mkdir -p "${P2P_CACHE_DIR}"
-  exec {M_CACHE_LOCK_FD}>"${P2P_CACHE_DIR}/build.lock"
-  flock -n "${M_CACHE_LOCK_FD}" || {
+  exec {fd}>"${P2P_CACHE_DIR}/build.lock"
+  flock -n "${fd}" || {
     printf 'matrix.sh: a build.sh run uses the cache directory %s; wait for it or pass another --cache-dir\n' \
       "${P2P_CACHE_DIR}" >&2
     exit 3
   }
-  NVP2P_HELD_LOCKS="${NVP2P_HELD_LOCKS:+${NVP2P_HELD_LOCKS}:}${P2P_CACHE_DIR}"
+  lock_register "${P2P_CACHE_DIR}" "${fd}"
+  NVP2P_HELD_LOCKS=$(held_locks_env)
   export NVP2P_HELD_LOCKS
 }
 
