@@ -23,9 +23,11 @@ Usage: ci/heavy/matrix.sh [options]
 Sources (the first that has a tag is used; tags with none are SKIPped):
   --git DIR           a git repository (e.g. a bare clone of the upstream bundle)
                       holding the tags; the pinned commit and tree ids are
-                      checked in it. A tag that only gets "apply" is checked on
-                      the files its family touches, exported from the pinned
-                      commit, without a full export (about a second per tag).
+                      checked in it. Each tag's series is applied to the files
+                      its family touches, exported from the pinned commit
+                      (about a second a tag); a tag gets its full tree
+                      (exported, verified, cached: about 15 s) only when a
+                      stage that builds it starts.
   --sources DIR       git repositories holding the tags, or tarballs whose name
                       contains the tag (Debian's ..._<tag>.orig.tar.xz,
                       NVIDIA-kernel-module-source-<tag>.tar.xz, GitHub archives)
@@ -96,7 +98,10 @@ M_TAGS=()
 declare -A RESULT=() REASON=() M_IN_COMPILE=() M_IN_FULL=() M_IN_CHROOT=() M_ESTIMATE=()
 # M_LAST: TAG|COLUMN -> when (seconds since 1970) --history last saw it run;
 # M_BUILDS: TAG -> full builds of TAG started in this run.
-declare -A M_LAST=() M_BUILDS=()
+# M_FETCH: TAG -> pending (applied from --git on its family's files; its full
+# source is fetched when a stage first builds it: full_tree), fetched or
+# failed.
+declare -A M_LAST=() M_BUILDS=() M_FETCH=()
 M_COLUMNS=()
 
 # Conservative stage durations on 2 cores (seconds), until one was measured.
@@ -468,13 +473,16 @@ timed() {
   return "${rc}"
 }
 
-# run_apply TAG: source and apply columns. From git, a tag that needs no
-# full tree is checked on the files its family touches only.
+# run_apply TAG: source and apply columns. From git, every tag is checked on
+# the files its family touches only; one that a later stage builds gets its
+# full tree then (full_tree), so a run whose budget leaves its builds out
+# spends no time exporting and verifying it (20-odd tags, about 15 s each).
 run_apply() {
   local tag=$1
   local log="${P2P_WORK_DIR}/logs/${tag}"
-  if [[ -n ${M_GIT} && -z ${M_IN_FULL[${tag}]+x} && -z ${M_IN_COMPILE[${tag}]+x} && -z ${M_IN_CHROOT[${tag}]+x} ]]; then
+  if [[ -n ${M_GIT} ]] && { light_only "${tag}" || git_holds "${tag}"; }; then
     apply_light "${tag}"
+    light_only "${tag}" || M_FETCH[${tag}]=pending
     return 0
   fi
   if ! full_source "${tag}" "${log}-source.log"; then
@@ -485,6 +493,37 @@ run_apply() {
   else
     fail_stage "${tag}" apply "${log}-patch.log"
   fi
+}
+
+# light_only TAG: no stage of this run builds TAG.
+light_only() {
+  [[ -z ${M_IN_FULL[$1]+x} && -z ${M_IN_COMPILE[$1]+x} && -z ${M_IN_CHROOT[$1]+x} ]]
+}
+
+git_holds() {
+  git -c safe.directory='*' --git-dir="${M_GIT}" cat-file -e "${V_COMMIT[$1]}^{commit}" 2>/dev/null
+}
+
+# full_tree TAG COLUMN: before COLUMN builds TAG, its verified full source in
+# the cache (fetched once, from the cache's verified copy or --git, for a tag
+# whose apply phase was light). When that fails, COLUMN fails with its log.
+full_tree() {
+  local tag=$1 log="${P2P_WORK_DIR}/logs/$1-source.log"
+  case ${M_FETCH[${tag}]:-fetched} in
+  fetched) return 0 ;;
+  pending)
+    if [[ -f ${P2P_CACHE_DIR}/src/${tag}.pin ]] && build_sh "${log}" fetch "${tag}" --no-run; then
+      M_FETCH[${tag}]=fetched
+    elif build_sh "${log}" fetch "${tag}" --source "${M_GIT}" --no-run; then
+      M_FETCH[${tag}]=fetched
+    else
+      M_FETCH[${tag}]=failed
+    fi
+    ;;
+  esac
+  [[ ${M_FETCH[${tag}]} == fetched ]] && return 0
+  fail_stage "${tag}" "$2" "${log}"
+  return 1
 }
 
 # full_source TAG LOG: the verified source in the cache (source column).
@@ -555,7 +594,7 @@ light_quilt() {
 # tarball named after the tag, in --sources.
 find_source() {
   local tag=$1 f
-  if [[ -n ${M_GIT} ]] && git -c safe.directory='*' --git-dir="${M_GIT}" cat-file -e "${V_COMMIT[${tag}]}^{commit}" 2>/dev/null; then
+  if [[ -n ${M_GIT} ]] && git_holds "${tag}"; then
     printf '%s\n' "${M_GIT}"
     return 0
   fi
@@ -584,6 +623,7 @@ run_compile() {
   local -a kargs
   mapfile -t kargs < <(first_kernel_args)
   budget_allows "${tag}" compile compile || return 0
+  full_tree "${tag}" compile || return 0
   timed compile "${log}" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" --work-dir "${P2P_WORK_DIR}" \
     build "${tag}" "${kargs[@]}" --units-only || rc=$?
   if [[ ${rc} -eq 0 ]]; then
@@ -602,6 +642,7 @@ run_build() {
   log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
   [[ ${M_BUILDS[${tag}]:-0} -gt 0 ]] || kind=build1
   budget_allows "${tag}" "build:${label}" "${kind}" || return 0
+  full_tree "${tag}" "build:${label}" || return 0
   M_BUILDS[${tag}]=$((${M_BUILDS[${tag}]:-0} + 1))
   timed "${kind}" "${log}" "${REPO_DIR}/build.sh" --cache-dir "${P2P_CACHE_DIR}" \
     --work-dir "${P2P_WORK_DIR}" build "${tag}" "--${k%%:*}" "${k#*:}" || rc=$?
@@ -618,6 +659,7 @@ run_build_chroot() {
   label=$(chroot_krel "${k}")
   log="${P2P_WORK_DIR}/logs/${tag}-build-${label}.log"
   budget_allows "${tag}" "build:${label}" build1 || return 0
+  full_tree "${tag}" "build:${label}" || return 0
   timed build1 "${log}" "${CHROOT_SH}" run "${name}" "${dir}" \
     --bind "${REPO_DIR}:${REPO_DIR}" --bind "${P2P_CACHE_DIR}:${P2P_CACHE_DIR}" \
     --bind "${P2P_WORK_DIR}:${P2P_WORK_DIR}" -- \

@@ -148,6 +148,38 @@ fixture_matrix() {
   assert_line "999.20.01"$'\t'"source"$'\t'"PASS"
 }
 
+@test "--git: a full tag is applied on its family's files too; its full source is fetched and verified only when a stage builds it" {
+  make_fixture
+  local -a args=(--git "${FIX}/upstream/.git" --cache-dir "${CACHE}" --work-dir "${WORK}" --tags "${FIXTURE_TAG}"
+    --kernel-src "${ROOT}/usr/src/linux-headers-${FIXTURE_KREL}" --full all)
+  # a budget that leaves the build out: nothing exported, nothing cached
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" "${args[@]}" --budget 1
+  assert_success
+  assert_output --partial "tree = pin"
+  assert_output --regexp "build:${FIXTURE_KREL} +SKIP \(time budget"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}.pin"
+  # time for it: fetched from the pinned commit, verified, built
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" "${args[@]}"
+  assert_success
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +PASS *$"
+  assert_file_exists "${CACHE}/src/${FIXTURE_TAG}.pin"
+  assert_file_exists "${WORK}/logs/${FIXTURE_TAG}-source.log"
+  # a cached copy that no longer verifies is fetched again from the commit
+  rm -rf "${WORK}"
+  chmod -R u+w "${CACHE}/src/${FIXTURE_TAG}"
+  : >"${CACHE}/src/${FIXTURE_TAG}/not-upstream"
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" "${args[@]}"
+  assert_success
+  assert_line --regexp "^${FIXTURE_TAG} +PASS +PASS +PASS *$"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}/not-upstream"
+  # a cache it cannot fetch into: the build fails, naming the fetch's log
+  rm -rf "${WORK}" "${CACHE}/src"
+  : >"${CACHE}/src"
+  run "${REPO_ROOT}/ci/heavy/matrix.sh" "${args[@]}"
+  assert_failure 1
+  assert_line --regexp "^${FIXTURE_TAG} +build:${FIXTURE_KREL} +FAIL \\(log: ${WORK}/logs/${FIXTURE_TAG}-source.log\\)$"
+}
+
 @test "--git: a file a patch's X-Applied-Upstream-If names but the tag lacks does not stop the export" {
   make_fixture
   sed -i "1a X-Applied-Upstream-If: kernel-open/nvidia/not-in-this-tag.c SOME_FIX" "${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
