@@ -558,3 +558,27 @@ upgrade_bundle() {
   run bash -c "TZ=UTC dpkg-deb -c '${DEB}' | awk '{print \$4, \$5}' | sort -u"
   assert_output "2020-09-13 12:26"
 }
+
+@test "pkg_epoch: SOURCE_DATE_EPOCH, else the commit time of the data's checkout, else the series' time, else 0" {
+  local d="${BATS_TEST_TMPDIR}/epoch-data"
+  mkdir -p "${d}"
+  epoch() {
+    run env -u SOURCE_DATE_EPOCH ${1:+"SOURCE_DATE_EPOCH=$1"} NVP2P_DATA_DIR="${d}" \
+      bash -c "source '${BUILD_SH}' && pkg_epoch"
+  }
+  epoch
+  assert_success
+  assert_output 0
+  touch -d @1600000000 "${d}/series"
+  epoch
+  assert_output 1600000000
+  git -C "${d}" init -q
+  git -C "${d}" add series
+  GIT_COMMITTER_DATE="@1650000000 +0000" git -C "${d}" -c user.name=t -c user.email=t@t commit -qm s
+  epoch
+  assert_output 1650000000
+  epoch 1700000000
+  assert_output 1700000000
+  epoch not-a-number
+  assert_output 1650000000
+}
