@@ -505,43 +505,48 @@ git_holds() {
 }
 
 # full_tree TAG COLUMN: before COLUMN builds TAG, its verified full source in
-# the cache (fetched once, from the cache's verified copy or --git, for a tag
-# whose apply phase was light). When that fails, COLUMN fails with its log.
+# the cache (cache_source, once, for a tag whose apply phase was light). When
+# that fails, COLUMN fails with its log.
 full_tree() {
   local tag=$1 log="${P2P_WORK_DIR}/logs/$1-source.log"
-  case ${M_FETCH[${tag}]:-fetched} in
-  fetched) return 0 ;;
-  pending)
-    if [[ -f ${P2P_CACHE_DIR}/src/${tag}.pin ]] && build_sh "${log}" fetch "${tag}" --no-run; then
-      M_FETCH[${tag}]=fetched
-    elif build_sh "${log}" fetch "${tag}" --source "${M_GIT}" --no-run; then
+  if [[ ${M_FETCH[${tag}]:-} == pending ]]; then
+    if cache_source "${tag}" "${log}" >/dev/null; then
       M_FETCH[${tag}]=fetched
     else
       M_FETCH[${tag}]=failed
     fi
-    ;;
-  esac
-  [[ ${M_FETCH[${tag}]} == fetched ]] && return 0
+  fi
+  [[ ${M_FETCH[${tag}]:-fetched} == fetched ]] && return 0
   fail_stage "${tag}" "$2" "${log}"
   return 1
 }
 
-# full_source TAG LOG: the verified source in the cache (source column).
-full_source() {
+# cache_source TAG LOG: the tag's verified source in the cache: the cached
+# copy verified again, else fetched from where find_source finds it. Prints
+# where it came from ("verified cache" or the source's name). Status 1: the
+# fetch failed (LOG says why); 2: nothing here has the tag.
+cache_source() {
   local tag=$1 log=$2 src
   if [[ -f ${P2P_CACHE_DIR}/src/${tag}.pin ]] && build_sh "${log}" fetch "${tag}" --no-run; then
-    set_result "${tag}" source PASS "verified cache"
+    printf 'verified cache\n'
   elif src=$(find_source "${tag}") && [[ -n ${src} ]]; then
-    if build_sh "${log}" fetch "${tag}" --source "${src}" --no-run; then
-      set_result "${tag}" source PASS "$(basename "${src}")"
-    else
-      fail_stage "${tag}" source "${log}"
-      return 1
-    fi
+    build_sh "${log}" fetch "${tag}" --source "${src}" --no-run || return 1
+    basename "${src}"
   else
-    set_result "${tag}" source SKIP "no verified source for ${tag} on this machine: none cached, none in --git/--sources"
-    return 1
+    return 2
   fi
+}
+
+# full_source TAG LOG: the verified source in the cache (source column).
+full_source() {
+  local tag=$1 log=$2 how rc=0
+  how=$(cache_source "${tag}" "${log}") || rc=$?
+  case ${rc} in
+  0) set_result "${tag}" source PASS "${how}" ;;
+  1) fail_stage "${tag}" source "${log}" ;;
+  *) set_result "${tag}" source SKIP "no verified source for ${tag} on this machine: none cached, none in --git/--sources" ;;
+  esac
+  [[ ${rc} -eq 0 ]]
 }
 
 # apply_light TAG: pins checked in --git, the family's files exported from
