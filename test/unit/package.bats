@@ -559,9 +559,13 @@ upgrade_bundle() {
   assert_output "2020-09-13 12:26"
 }
 
-@test "pkg_epoch: SOURCE_DATE_EPOCH, else the commit time of the data's checkout, else the series' time, else 0" {
-  local d="${BATS_TEST_TMPDIR}/epoch-data"
+@test "pkg_epoch: SOURCE_DATE_EPOCH, else the commit time of the checkout tracking the series, else the series' time, else 0" {
+  local outer="${BATS_TEST_TMPDIR}/outer" d="${BATS_TEST_TMPDIR}/outer/epoch-data"
   mkdir -p "${d}"
+  git -C "${outer}" init -q
+  : >"${outer}/other"
+  git -C "${outer}" add other
+  GIT_COMMITTER_DATE="@1550000000 +0000" git -C "${outer}" -c user.name=t -c user.email=t@t commit -qm o
   epoch() {
     run env -u SOURCE_DATE_EPOCH ${1:+"SOURCE_DATE_EPOCH=$1"} NVP2P_DATA_DIR="${d}" \
       bash -c "source '${BUILD_SH}' && pkg_epoch"
@@ -570,6 +574,8 @@ upgrade_bundle() {
   assert_success
   assert_output 0
   touch -d @1600000000 "${d}/series"
+  # Unpacked inside another checkout that does not track it: not that
+  # checkout's time.
   epoch
   assert_output 1600000000
   git -C "${d}" init -q
