@@ -494,3 +494,16 @@ make_expired_pair() {
 minutes_left() {
   [[ -z ${NVP2P_TEST_DEADLINE:-} ]] || printf '%s\n' "$(((NVP2P_TEST_DEADLINE - $(date +%s)) / 60))"
 }
+
+# warm_need WARM COLD PATH...: the minutes a heavy test asks for: WARM when
+# every PATH exists (a mark it wrote after a run there, what it keeps in the
+# cache: its ccache and its inputs are warm), else COLD. An empty PATH (a
+# search that found nothing) counts as missing.
+warm_need() {
+  local warm=$1 cold=$2 p
+  shift 2
+  for p in "$@"; do
+    [[ -n ${p} && -e ${p} ]] || { printf '%s\n' "${cold}" && return 0; }
+  done
+  printf '%s\n' "${warm}"
+}

@@ -76,13 +76,8 @@ setup_file() {
 # precompiled build ran at CACHE before (its ccache warm) and a base image is
 # kept there, else CTR_NEED_COLD_MIN.
 ctr_need() {
-  local base
-  base=$(find "$1/container" -maxdepth 1 -name 'base-*.tar' -print -quit 2>/dev/null)
-  if [[ -f $1/${CTR_WARM_MARK} && -n ${base} ]]; then
-    printf '%s\n' "${CTR_NEED_MIN}"
-  else
-    printf '%s\n' "${CTR_NEED_COLD_MIN}"
-  fi
+  warm_need "${CTR_NEED_MIN}" "${CTR_NEED_COLD_MIN}" "$1/${CTR_WARM_MARK}" \
+    "$(find "$1/container" -maxdepth 1 -name 'base-*.tar' -print -quit 2>/dev/null)"
 }
 
 setup() {

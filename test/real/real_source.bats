@@ -345,8 +345,8 @@ data_copy() {
 @test "rebase merge round trip: 560.35.03 without family 555-560 gets a new family by three-way merge, built; its P2P changes equal 555-560's" {
   [[ -n ${REAL_GIT} ]] || skip "${REAL_GIT_SKIP}"
   [[ -n ${K61} ]] || skip "no kernel headers installed"
-  local left tag=560.35.03 data before a b f need=${REBASE_MERGE_MIN} work="${REAL_WORK}/rebase-merge"
-  [[ -f ${REAL_CACHE}/${REBASE_MERGE_MARK} ]] || need=${REBASE_MERGE_COLD_MIN}
+  local left tag=560.35.03 data before a b f need work="${REAL_WORK}/rebase-merge"
+  need=$(warm_need "${REBASE_MERGE_MIN}" "${REBASE_MERGE_COLD_MIN}" "${REAL_CACHE}/${REBASE_MERGE_MARK}")
   left=$(minutes_left)
   [[ -z ${left} || ${left} -ge ${need} ]] ||
     skip "time budget: ${left} min left before the deadline, the merge round trip needs ${need}"

@@ -699,6 +699,36 @@ dkms_record_setup() {
   assert_failure 2
 }
 
+@test "warm_need: the warm minutes only where every mark and kept input exists; the container test asks 26 on a cache where it never built, 12 after" {
+  local c="${BATS_TEST_TMPDIR}/cache"
+  mkdir -p "${c}/container"
+  run warm_need 5 20 "${c}/mark"
+  assert_output 20
+  : >"${c}/mark"
+  run warm_need 5 20 "${c}/mark"
+  assert_output 5
+  run warm_need 5 20 "${c}/mark" ""
+  assert_output 20
+  run warm_need 5 20
+  assert_output 5
+  # container.bats's own ctr_need and its numbers, as CI runs them
+  # shellcheck source=/dev/null
+  source <(grep -E '^CTR_(NEED_MIN|NEED_COLD_MIN|WARM_MARK)=' "${REPO_ROOT}/test/real/container.bats")
+  # shellcheck source=/dev/null
+  source <(sed -n '/^ctr_need() {$/,/^}$/p' "${REPO_ROOT}/test/real/container.bats")
+  run ctr_need "${c}"
+  assert_output 26
+  : >"${c}/container-built"
+  run ctr_need "${c}"
+  assert_output 26
+  : >"${c}/container/base-bookworm-0123.tar"
+  run ctr_need "${c}"
+  assert_output 12
+  rm "${c}/container-built"
+  run ctr_need "${c}"
+  assert_output 26
+}
+
 @test "heavy gate: a recent pass leaves the test out (marked idle, not starved); else the time budget and the turns decide; a missing chroot must fit first" {
   load ../real/dkms_record
   local turns="${BATS_TEST_TMPDIR}/turns" rec="${BATS_TEST_TMPDIR}/rec" now
