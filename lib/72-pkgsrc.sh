@@ -34,18 +34,19 @@ pkg_maintainer() {
 
 # pkg_epoch: the time every package and image records (changelog entries,
 # file times): SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else the
-# commit time of the git checkout that tracks the series file, else the series
-# file's time (an unpacked release of this project, even one unpacked inside
-# another checkout), else 0; never the time of the build, so building the
-# same tag and series twice gives the same files.
+# commit time of the git checkout that tracks the series file (once it has a
+# commit), else the series file's time (an unpacked release of this project,
+# even one unpacked inside another checkout), else 0; never the time of the
+# build, so building the same tag and series twice gives the same files.
 pkg_epoch() {
+  local t=""
   if [[ ${SOURCE_DATE_EPOCH:-} =~ ^[0-9]+$ ]]; then
-    printf '%s\n' "${SOURCE_DATE_EPOCH}"
+    t=${SOURCE_DATE_EPOCH}
   elif git -C "${P2P_DATA_DIR}" ls-files --error-unmatch series >/dev/null 2>&1; then
-    git -C "${P2P_DATA_DIR}" log -1 --format=%ct
-  else
-    stat -c %Y "${P2P_DATA_DIR}/series" 2>/dev/null || echo 0
+    t=$(git -C "${P2P_DATA_DIR}" log -1 --format=%ct 2>/dev/null) || t=""
   fi
+  [[ -n ${t} ]] || t=$(stat -c %Y "${P2P_DATA_DIR}/series" 2>/dev/null) || t=0
+  printf '%s\n' "${t}"
 }
 
 # pkg_userspace_check TAG PACKAGE VERSION HOW: this machine has the userspace
