@@ -225,7 +225,10 @@ STUB
   unset NVP2P_DATA_DIR
   as_user
   stub sudo
-  run_build --dry-run 565.57.01 --kernel 6.1.0-56-amd64
+  # The kernel's headers come from the fixture root, never from the host: the
+  # host may have none, or another kernel's (Debian moves 6.1.0-N on).
+  fixture_kernel "${ROOT}" 6.1.0-56-amd64
+  run_build --root "${ROOT}" --dry-run 565.57.01 --kernel 6.1.0-56-amd64
   assert_success
   refute_output --partial "PROBLEM"
   assert_output --partial "Plan for driver 565.57.01 (family 565)"
