@@ -104,3 +104,90 @@ build_test() {
   assert_failure 1
   assert_output --partial 'FAIL line'
 }
+
+# build_route_test INCDIR OUT: the route table's host test against the header
+# under INCDIR.
+build_route_test() {
+  gcc -std=gnu99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all \
+    -I "${KDIR}/shim" -I "$1" "${KDIR}/bar1_p2p_route_test.c" -o "$2"
+}
+
+# docs_route_table PAGE: the table between the route-table markers of
+# docs/PAGE.
+docs_route_table() {
+  sed -n '/^<!-- route-table: generated/,/^<!-- route-table: end -->/p' "${REPO_ROOT}/docs/$1" |
+    sed '1d;$d'
+}
+
+@test "route table: every claim holds for every pair of GPU kinds, and the table is the reviewed one (each family's header)" {
+  local fam
+  while read -r fam; do
+    extract_header "${REPO_ROOT}/patches/${fam}/${PATCH_NAME}" "${BATS_TEST_TMPDIR}/${fam}"
+    build_route_test "${BATS_TEST_TMPDIR}/${fam}" "${BATS_TEST_TMPDIR}/${fam}/route"
+    run "${BATS_TEST_TMPDIR}/${fam}/route"
+    assert_success
+    assert_output --regexp '^[0-9]+ checks, 0 failed$'
+    run "${BATS_TEST_TMPDIR}/${fam}/route" --table
+    assert_success
+    assert_output "$(cat "${REPO_ROOT}/test/fixtures/route-table.txt")"
+    run "${BATS_TEST_TMPDIR}/${fam}/route" --docs
+    assert_success
+    assert_output "$(docs_route_table bar1-windows.md)"
+    assert_output "$(docs_route_table hazards.md)"
+  done < <(families_with_windows)
+}
+
+@test "route table: the test fails when one gate's condition changes" {
+  local fam inc hdr
+  fam=$(families_with_windows | head -n 1)
+  inc="${BATS_TEST_TMPDIR}/broken"
+  hdr="${inc}/gpu/bus/bar1_p2p_window.h"
+  # windows for any architecture again (issue 49, defect 1: RTX 5090 pairs)
+  extract_header "${REPO_ROOT}/patches/${fam}/${PATCH_NAME}" "${inc}"
+  sed -i '/^bar1P2PWindowRefusal/,/^}/{/if (!bar1P2PArchIsPreHopper(pGpu->arch))/{N;d}}' "${hdr}"
+  run grep -c 'return BAR1_P2P_REASON_ARCH;' "${hdr}"
+  assert_output 0
+  build_route_test "${inc}" "${inc}/t1"
+  run "${inc}/t1"
+  assert_failure 1
+  assert_output --partial 'FAIL line'
+  assert_output --partial 'is_pre_hopper(g0->arch) && is_pre_hopper(g1->arch)'
+  # managed memory kept off BAR1 only where both GPUs are pre-Hopper
+  extract_header "${REPO_ROOT}/patches/${fam}/${PATCH_NAME}" "${inc}"
+  sed -i 's/bar1P2PArchIsPreHopper(pGpu0->arch) ||/bar1P2PArchIsPreHopper(pGpu0->arch) \&\&/' "${hdr}"
+  run grep -c 'bar1P2PArchIsPreHopper(pGpu0->arch) &&' "${hdr}"
+  assert_output 1
+  build_route_test "${inc}" "${inc}/t2"
+  run "${inc}/t2"
+  assert_failure 1
+  assert_output --partial 'd.managedPeer == !preHopper'
+  # windows where BAR1 covers VRAM
+  extract_header "${REPO_ROOT}/patches/${fam}/${PATCH_NAME}" "${inc}"
+  sed -i 's/if (pGpu->bar1Size >= pGpu->fbSize)/if (pGpu->bar1Size > pGpu->fbSize)/' "${hdr}"
+  build_route_test "${inc}" "${inc}/t3"
+  run "${inc}/t3"
+  assert_failure 1
+  assert_output --partial 'g0->bar1Size < g0->fbSize'
+}
+
+@test "route table: the patched call sites ask bar1P2PRouteOfGpus, not conditions of their own" {
+  local fam p
+  while read -r fam; do
+    p="${REPO_ROOT}/patches/${fam}/${PATCH_NAME}"
+    # which pairs are BAR1 P2P pairs (kern_bus_gh100.c), which get no P2P
+    # (p2p_caps.c), which peers get a window (nv_gpu_ops.c)
+    run grep -c '^+    bar1P2PRouteOfGpus(pGpu0, pGpu1, &route);' "${p}"
+    assert_output 1
+    run grep -c '^+            bar1P2PRouteOfGpus(pGpu, pPeerGpu, &route);' "${p}"
+    assert_output 1
+    run grep -c '^+    bar1P2PRouteOfGpus(pOwnerGpu, pMappingGpu, &route);' "${p}"
+    assert_output 1
+    run grep -c '_nvGpuOpsBar1WindowNeeded(pMemDesc->pGpu, pMappingGpu)' "${p}"
+    assert_output 2
+    # the old per-site conditions are gone
+    run grep -c -E '^\+.*kbusIsStaticBar1Enabled\(pGpu0, pKernelBus0\) !=' "${p}"
+    assert_output 0
+    run grep -c -E '^\+.*withoutStatic' "${p}"
+    assert_output 0
+  done < <(families_with_windows)
+}
