@@ -12,14 +12,17 @@
 # rebase_new: the above; exit 0 when every tag was added, EX_PATCH when one
 # needs a person, else the first other failure's status.
 rebase_new() {
-  local tag rc status=0 source outcome kind family detail n=0
+  local tag rc status=0 source outcome kind family detail n=0 list
   local -a tags=() lines=()
   local -A count=()
   [[ -z ${P2P_FAMILY} && -z ${P2P_RUN_SHA256} ]] ||
     die "${EX_USAGE}" "--family and --run-sha256 name one tag's family and .run; rebase --new takes neither"
   versions_load
   source=${P2P_SOURCE:-$(upstream_git)}
-  mapfile -t tags < <(rebase_new_tags "${source}")
+  # not `mapfile < <(...)`: a listing that fails must end this run (exit
+  # EX_FETCH), never read as "nothing new"
+  list=$(rebase_new_tags "${source}") || exit "$?"
+  [[ -z ${list} ]] || mapfile -t tags <<<"${list}"
   if [[ ${#tags[@]} -eq 0 ]]; then
     # with --list on stderr: stdout stays the list (empty)
     printf 'rebase --new: nothing new in %s: versions.conf lists every tag there from %s on\n' \
@@ -83,17 +86,21 @@ rebase_new_line() {
 
 # rebase_new_tags SOURCE: the tags of SOURCE (a git repository, a bundle, or
 # a remote) that versions.conf lacks and that sort after its oldest tag,
-# oldest first.
+# oldest first. A source that cannot be listed, or lists no tag at all (a
+# clone made without its tags), is EX_FETCH: it says nothing about what is
+# new.
 rebase_new_tags() {
-  local src=$1 oldest t
+  local src=$1 oldest t all
   local -A listed=()
   for t in "${V_TAGS[@]}"; do listed[${t}]=1; done
   oldest=$(printf '%s\n' "${V_TAGS[@]}" | sort -V | head -n 1)
-  rebase_source_tags "${src}" | while IFS= read -r t; do
+  all=$(rebase_source_tags "${src}") || exit "$?"
+  [[ -n ${all} ]] || die "${EX_FETCH}" "${src} has no tags to list (a clone made without its tags? pass --source with NVIDIA's repository)"
+  while IFS= read -r t; do
     valid_tag_string "${t}" || continue
     [[ -z ${listed[${t}]+x} ]] || continue
-    version_le "${oldest}" "${t}" && printf '%s\n' "${t}"
-  done | sort -V -u
+    if version_le "${oldest}" "${t}"; then printf '%s\n' "${t}"; fi
+  done <<<"${all}" | sort -V -u
 }
 
 # rebase_source_tags SOURCE: every tag name of SOURCE.

@@ -95,7 +95,10 @@ Then one of:
                       is newer than its oldest tag, oldest first, each as above
                       (in a run of its own); a summary at the end: fits, new
                       family, or needs a person with the reason. Exit 0 when
-                      every tag was added, 7 when one needs a person.
+                      every tag was added, 7 when one needs a person; 5 when
+                      the source's tags cannot be listed (offline, no such
+                      path, not a repository, no tags at all): never
+                      "nothing new" for a source it could not read.
   --list              with --new: only print those tags
   --commit            with --new: commit each tag's change in the data
                       directory's git work tree (versions.conf, patches/, the

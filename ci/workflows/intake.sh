@@ -24,7 +24,8 @@
 #   after --         options for build.sh (e.g. --chroot 7.2:DIR --kernel KVER)
 # Exit: 0 every new release was added (or none was new), 7 one needs a person
 # (what could be added is still pushed), 2 usage, else build.sh's or git's
-# failure (nothing pushed).
+# failure (nothing pushed): an UPSTREAM whose tags cannot be listed (offline,
+# no such path, an empty directory) is build.sh's exit 5, not "nothing new".
 set -euo pipefail
 shopt -s inherit_errexit
 

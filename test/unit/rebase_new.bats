@@ -78,6 +78,26 @@ rebase_new() {
   assert_success
 }
 
+@test "--new: a source that cannot be listed (missing, an empty directory, no tags, offline) fails with exit 5, never \"nothing new\"" {
+  local src
+  mkdir "${BATS_TEST_TMPDIR}/empty"
+  git init -q --bare "${BATS_TEST_TMPDIR}/notags.git"
+  for src in "${BATS_TEST_TMPDIR}/missing" "${BATS_TEST_TMPDIR}/empty" "${BATS_TEST_TMPDIR}/notags.git"; do
+    run_build rebase --new --source "${src}"
+    assert_failure 5
+    assert_output --regexp "^build\.sh: .*${src}"
+    refute_output --partial "nothing new"
+    run_build rebase --new --list --source "${src}"
+    assert_failure 5
+    refute_output --partial "nothing new"
+  done
+  # offline: the default upstream (a URL) does not answer
+  NVP2P_UPSTREAM_GIT=https://127.0.0.1:1/open-gpu-kernel-modules.git GIT_TERMINAL_PROMPT=0 run_build rebase --new
+  assert_failure 5
+  assert_output --partial "build.sh: cannot list the tags of https://127.0.0.1:1/open-gpu-kernel-modules.git (offline?"
+  refute_output --partial "nothing new"
+}
+
 @test "--new: a run that fails otherwise is listed as failed, with its exit code, and the others go on" {
   three_releases
   FAKE_UNIT_FAIL=kern_bus rebase_new
@@ -188,6 +208,21 @@ intake() {
   assert_success
   assert_output --partial "nothing new"
   run grep -c '^gh pr (create|edit)' "${STUB_LOG}"
+  assert_output 0
+}
+
+@test "intake: an upstream that cannot be listed (missing, an empty directory) fails the intake, pushes nothing, never \"nothing new\"" {
+  project_remote
+  mkdir "${BATS_TEST_TMPDIR}/empty"
+  for UP in "${BATS_TEST_TMPDIR}/missing" "${BATS_TEST_TMPDIR}/empty"; do
+    intake --pr
+    assert_failure 5
+    assert_output --partial "build.sh rebase --new failed (exit 5); nothing was pushed"
+    refute_output --partial "nothing new"
+    run git --git-dir="${PROJECT}" rev-parse --verify -q refs/heads/intake/upstream
+    assert_failure
+  done
+  run grep -c '^gh ' "${STUB_LOG}"
   assert_output 0
 }
 
