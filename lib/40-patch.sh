@@ -23,6 +23,11 @@
 # do not have). p2p-* patches are never left out either way.
 
 readonly PATCHED_STAMP=".nvidia-p2p-patched"
+# The patched tree's content as patch_tree left it: "<path>TAB<sha256>" per
+# file ("<path>TAB link:<target>" per symbolic link), sorted; the stamp says
+# which series made the tree, the manifest what the tree is. A tree reused
+# (patch again, build, package...) is checked against it first.
+readonly PATCHED_MANIFEST=".nvidia-p2p-manifest"
 
 help_patch() {
   usage_synopsis patch
@@ -35,6 +40,12 @@ at fuzz 0. The source comes from the cache (see: build.sh fetch), or from
   --out DIR   where to put the patched tree (default: <work-dir>/<tag>/patched)
               DIR must not exist, unless it is a tree this command patched
               (then it is reused when the series is unchanged, else redone).
+
+A tree is reused only when its content is still what patching made: a
+manifest of every file (sha256) is recorded beside the stamp, and a file
+changed, added or removed since is refused (exit 6), by name, here and by
+every command that builds from the tree (build, package, the pipeline);
+remove the tree (rm -rf DIR) and patch again.
 
 On failure the rejected hunks are shown and no output directory is left.
 Running it again with the same series is a no-op. Prints the patched tree's
@@ -85,8 +96,14 @@ patch_tree() {
   P2P_PATCHED_DIR=${out}
   if [[ -e ${out} ]]; then
     if [[ -f ${out}/${PATCHED_STAMP} && "$(cat "${out}/${PATCHED_STAMP}")" == "${fingerprint}" ]]; then
-      stage patch "${out} is already patched with this series"
-      return 0
+      if [[ -f ${out}/${PATCHED_MANIFEST} ]]; then
+        patched_tree_check "${tag}" "${out}"
+        stage patch "${out} is already patched with this series"
+        return 0
+      fi
+      # patched by a build.sh that recorded no manifest: its content cannot
+      # be checked, so it is made again
+      stage patch "${out} has no manifest of its content: patching it again"
     fi
     [[ -f ${out}/${PATCHED_STAMP} ]] ||
       die "${EX_USAGE}" "--out ${out} exists and is not a tree patched by build.sh; choose a new directory"
@@ -127,9 +144,67 @@ patch_tree() {
     rm -f -- "${tmp}/tree/.pc/.quilt_patches"
   fi
   printf '%s' "${fingerprint}" >"${tmp}/tree/${PATCHED_STAMP}"
+  tree_manifest "${tmp}/tree" >"${tmp}/manifest" || die "${EX_FAIL}" "cannot record the content of the patched tree of ${tag}"
+  mv -- "${tmp}/manifest" "${tmp}/tree/${PATCHED_MANIFEST}"
   rm -rf -- "${out}"
   mv -- "${tmp}/tree" "${out}"
   verbose "patched tree: ${out}"
+}
+
+# tree_manifest DIR: the manifest (PATCHED_MANIFEST) of DIR's content, less
+# the stamp and the manifest themselves. Every file is read (sha256; one
+# sha256sum at a time, whose lines cannot interleave): a fake tree of 100k
+# files and 390 MB took 2.5 to 5 s on 2 busy cores, about half the time of
+# the copy (cp -a) that a build makes of it; a real patched tree is ~100 MB.
+tree_manifest() {
+  local dir=$1
+  (
+    cd -- "${dir}" || exit "${EX_FAIL}"
+    {
+      find . \( -path "./${PATCHED_STAMP}" -o -path "./${PATCHED_MANIFEST}" \) -prune -o -type f -printf '%P\0' |
+        xargs -0 -r sha256sum -- | sed -E 's/^(\\?[0-9a-f]{64})  (.*)$/\2\t\1/'
+      find . -type l -printf '%P\tlink:%l\n'
+    } | LC_ALL=C sort
+  )
+}
+
+# patched_tree_check TAG DIR: DIR's content is what its manifest recorded;
+# else EX_CHECKSUM, naming what changed, was added or was removed.
+patched_tree_check() {
+  local tag=$1 dir=$2 what
+  verbose "checking ${dir} against its manifest"
+  tree_manifest "${dir}" | cmp -s -- - "${dir}/${PATCHED_MANIFEST}" && return 0
+  what=$(tree_manifest "${dir}" | manifest_diff "${dir}/${PATCHED_MANIFEST}") || what=""
+  die "${EX_CHECKSUM}" "${dir} changed since it was patched (${what:-it cannot be read completely}): a tree that is not what the series made is neither reused nor built. Remove it (rm -rf -- ${dir}) and run build.sh patch ${tag} again"
+}
+
+# manifest_diff OLD: what the manifest on stdin changed, added and removed
+# against the manifest OLD, five names of each at most ("changed: a, b;
+# added: c; removed: d, e and 3 more").
+manifest_diff() {
+  awk -F '\t' '
+    function key(line) { return substr(line, 1, length(line) - length($NF) - 1) }
+    function add(kind, name) { n[kind]++; if (n[kind] <= 5) list[kind] = list[kind] (n[kind] > 1 ? ", " : "") name }
+    BEGIN {
+      while ((getline line < ARGV[1]) > 0) {
+        nf = split(line, f, "\t")
+        k = substr(line, 1, length(line) - length(f[nf]) - 1)
+        old[k] = f[nf]
+        order[++count] = k
+      }
+      ARGV[1] = ""
+    }
+    { k = key($0); seen[k] = 1; if (!(k in old)) add("added", k); else if (old[k] != $NF) add("changed", k) }
+    END {
+      for (i = 1; i <= count; i++) if (!(order[i] in seen)) add("removed", order[i])
+      split("changed added removed", kinds, " ")
+      for (i = 1; i <= 3; i++) {
+        kind = kinds[i]
+        if (!n[kind]) continue
+        out = out (out == "" ? "" : "; ") kind ": " list[kind] (n[kind] > 5 ? " and " n[kind] - 5 " more" : "")
+      }
+      print out
+    }' "$1" -
 }
 
 # patch_failure TAG TMP: show quilt's output and the rejected hunks, then die;

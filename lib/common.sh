@@ -13,7 +13,7 @@ P2P_EXIT_CODES=(
   "UNSUPPORTED 3 tag not in versions.conf, or not a valid tag string; or an option the tag's family does not support (--nvlink keep, --force-static-bar1); container: an --os it does not know, a tag below the GPU Operator validator's minimum branch (--operator), or --no-userspace"
   "DATA 4 versions.conf, series or a patch family is malformed"
   "FETCH 5 source or .run could not be obtained (download, unpack, missing file)"
-  "CHECKSUM 6 source tree does not match its pin, or .run checksum mismatch (or none pinned to check against)"
+  "CHECKSUM 6 source tree does not match its pin, a patched tree changed since it was patched (the file is named), or .run checksum mismatch (or none pinned to check against)"
   "PATCH 7 a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved"
   "BUILD 8 kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed"
   "INSTALL 9 install or uninstall failed; the previous state was restored"

@@ -155,6 +155,14 @@ fetch_and_build() {
   assert_success
 }
 
+# rerecord_patched DIR: the manifest of the patched tree DIR recorded again
+# from its content, for a test that edits the tree to stand in for upstream
+# content (a tree changed since it was patched is refused).
+rerecord_patched() {
+  bash -c 'source "$1" && tree_manifest "$2" >"$3" && mv -- "$3" "$2/${PATCHED_MANIFEST}"' _ \
+    "${BUILD_SH}" "$1" "${BATS_TEST_TMPDIR}/manifest.new"
+}
+
 # as_user: make `id -u` report a normal user for the rest of the test.
 as_user() {
   stub id - <<'STUB'

@@ -188,6 +188,32 @@ STUB
   assert_not_exist "${WORK}/${FIXTURE_TAG}/build-${FIXTURE_KREL}/incremental-marker"
 }
 
+@test "a patched tree changed after patching is refused (6) before anything is compiled: a byte flipped, a file added, a file removed" {
+  local out="${WORK}/${FIXTURE_TAG}/patched" units
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  cp -a "${out}" "${BATS_TEST_TMPDIR}/pristine"
+  printf 'X' | dd of="${out}/kernel-open/nvidia/nv-pci.c" bs=1 seek=0 count=1 conv=notrunc status=none
+  for units in "" --units-only; do
+    : >"${STUB_LOG}"
+    run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" ${units:+"${units}"} --no-ccache
+    assert_failure 6
+    assert_output --partial "build.sh: ${out} changed since it was patched (changed: kernel-open/nvidia/nv-pci.c)"
+    assert_output --partial "rm -rf -- ${out}"
+    run grep -c '^make ' "${STUB_LOG}"
+    assert_output 0
+  done
+  rm -rf "${out}" && cp -a "${BATS_TEST_TMPDIR}/pristine" "${out}"
+  printf 'int x;\n' >"${out}/kernel-open/nvidia/extra.c"
+  rm "${out}/src/nvidia/kern_bus.c"
+  : >"${STUB_LOG}"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_failure 6
+  assert_output --partial "changed since it was patched (added: kernel-open/nvidia/extra.c; removed: src/nvidia/kern_bus.c)"
+  run grep -c '^make ' "${STUB_LOG}"
+  assert_output 0
+}
+
 @test "build --dry-run prints the make command and builds nothing" {
   run_build --root "${ROOT}" --dry-run build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
   assert_success

@@ -307,6 +307,7 @@ debian_apt() {
   assert_output "nvidia-p2p local build <nvidia-p2p@local-build.invalid>"
   # upstream's kernel-open/.gitignore stays out of the package
   printf '*.o\n' >"${WORK}/${FIXTURE_TAG}/patched/kernel-open/.gitignore"
+  rerecord_patched "${WORK}/${FIXTURE_TAG}/patched"
   DEBEMAIL=ann@example.org DEBFULLNAME="Ann Example" package --revision 2
   assert_success
   assert_file_exist "${WORK}/${FIXTURE_TAG}/dkms-src/.gitignore"
@@ -336,6 +337,7 @@ debian_apt() {
   # has none)
   printf 'MIT:\n\n    Copyright (c) 2021 NVIDIA CORPORATION & AFFILIATES. All rights reserved.\n' \
     >"${WORK}/${FIXTURE_TAG}/patched/COPYING"
+  rerecord_patched "${WORK}/${FIXTURE_TAG}/patched"
   package
   assert_success
   run lintian --fail-on error,warning "${DEB}"

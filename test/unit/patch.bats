@@ -69,13 +69,81 @@ setup() {
 }
 
 @test "re-running patch with the same series is a no-op" {
+  local inode
   run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
   assert_success
-  touch "${BATS_TEST_TMPDIR}/out/marker"
+  assert_file_exist "${BATS_TEST_TMPDIR}/out/.nvidia-p2p-manifest"
+  inode=$(stat -c %i "${BATS_TEST_TMPDIR}/out")
   run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
   assert_success
   assert_output --partial "already patched with this series"
-  assert_file_exist "${BATS_TEST_TMPDIR}/out/marker"
+  assert_equal "$(stat -c %i "${BATS_TEST_TMPDIR}/out")" "${inode}"
+}
+
+# flip_byte FILE: its first byte changed, its size kept.
+flip_byte() {
+  printf 'X' | dd of="$1" bs=1 seek=0 count=1 conv=notrunc status=none
+}
+
+@test "a patched tree changed since it was patched is refused (6), by name: a byte flipped, a file added, a file removed" {
+  local out="${WORK}/${FIXTURE_TAG}/patched"
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  cp -a "${out}" "${BATS_TEST_TMPDIR}/pristine"
+  flip_byte "${out}/kernel-open/nvidia/nv-pci.c"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 6
+  assert_output --partial "build.sh: ${out} changed since it was patched (changed: kernel-open/nvidia/nv-pci.c)"
+  assert_output --partial "Remove it (rm -rf -- ${out}) and run build.sh patch ${FIXTURE_TAG} again"
+  refute_output --partial "already patched"
+  # the tree is left as it is, for a person to look at
+  run grep -c '^X' "${out}/kernel-open/nvidia/nv-pci.c"
+  assert_output 1
+  rm -rf "${out}" && cp -a "${BATS_TEST_TMPDIR}/pristine" "${out}"
+  printf 'int x;\n' >"${out}/src/nvidia/extra.c"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 6
+  assert_output --partial "changed since it was patched (added: src/nvidia/extra.c)"
+  rm -rf "${out}" && cp -a "${BATS_TEST_TMPDIR}/pristine" "${out}"
+  rm "${out}/src/nvidia/kern_bus.c"
+  ln -s nowhere "${out}/src/nvidia/link"
+  run_build patch "${FIXTURE_TAG}"
+  assert_failure 6
+  assert_output --partial "changed since it was patched (added: src/nvidia/link; removed: src/nvidia/kern_bus.c)"
+  # the recovery it names
+  rm -rf -- "${out}"
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  assert_output --partial "already patched with this series"
+}
+
+@test "a patched tree without a manifest (an older build.sh's) is patched again" {
+  local out="${WORK}/${FIXTURE_TAG}/patched"
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  rm "${out}/.nvidia-p2p-manifest"
+  flip_byte "${out}/kernel-open/nvidia/nv-pci.c"
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  assert_output --partial "has no manifest of its content: patching it again"
+  assert_file_exist "${out}/.nvidia-p2p-manifest"
+  run grep -c '^X' "${out}/kernel-open/nvidia/nv-pci.c"
+  assert_output 0
+}
+
+@test "the manifest names every file of the tree with its sha256, and many changes are counted" {
+  local out="${BATS_TEST_TMPDIR}/out" i
+  run_build patch "${FIXTURE_TAG}" --out "${out}"
+  assert_success
+  run grep -c $'^kernel-open/nvidia/nv-pci.c\t'"$(sha256sum "${out}/kernel-open/nvidia/nv-pci.c" | cut -c1-64)"'$' "${out}/.nvidia-p2p-manifest"
+  assert_output 1
+  refute grep -q -e '^\.nvidia-p2p-' "${out}/.nvidia-p2p-manifest"
+  for i in 1 2 3 4 5 6 7; do printf '%s\n' "${i}" >"${out}/new ${i}.c"; done
+  run_build patch "${FIXTURE_TAG}" --out "${out}"
+  assert_failure 6
+  assert_output --partial "(added: new 1.c, new 2.c, new 3.c, new 4.c, new 5.c and 2 more)"
 }
 
 @test "a changed series redoes a tree this command patched" {
