@@ -18,8 +18,9 @@ help_fetch() {
 Put the upstream source of <tag> (and the matching userspace .run) into the
 verified cache. Everything is checked against versions.conf before use.
 
-  --source PATH      use a local source instead of downloading it:
-                       a git repository (work tree or bare) holding the tag's commit,
+  --source PATH      use a local source instead of downloading it (offline):
+                       a git repository (work tree or bare) or a git bundle
+                       (git bundle create) holding the tag's commit,
                        a tarball (GitHub archive, NVIDIA-kernel-module-source-<tag>.tar.xz,
                        Debian's nvidia-open-gpu-kernel-modules_<tag>.orig.tar.xz),
                        or an unpacked source tree.
@@ -86,6 +87,8 @@ source_unpack() {
     gitdir=$(git -c safe.directory='*' -C "${src}" rev-parse --absolute-git-dir) ||
       die "${EX_FETCH}" "${src}: not a usable git repository"
     source_from_git "${tag}" "${gitdir}" "${tmp}"
+  elif is_git_bundle "${src}"; then
+    source_from_bundle "${tag}" "${src}" "${tmp}"
   elif [[ -d ${src} ]]; then
     mkdir -p "${tmp}/tree"
     cp -a -- "${src}/." "${tmp}/tree/" || die "${EX_FETCH}" "cannot copy ${src}"
@@ -101,21 +104,53 @@ is_git_repo() {
   [[ -d $1 ]] && { [[ -e $1/.git ]] || [[ -f $1/HEAD && -d $1/objects && -d $1/refs ]]; }
 }
 
-# source_from_git TAG GITDIR TMP: export the pinned commit (never the tag name:
-# a tag can be moved, a commit id cannot).
+# is_git_bundle FILE: a file that `git bundle create` wrote (its first line
+# is "# v2 git bundle" or "# v3 git bundle").
+is_git_bundle() {
+  [[ -f $1 ]] || return 1
+  [[ "$(head -c 16 -- "$1" 2>/dev/null | tr -d '\000')" == "# v"[23]" git bundle" ]]
+}
+
+# source_from_bundle TAG BUNDLE TMP: the bundle's objects into a throw-away
+# repository TMP/bundle.git (its tag TAG, or every ref when it has no such
+# tag), checked complete by git, then exported as from any repository
+# (source_from_git): the pinned commit, the tag checked against it, and the
+# tree verified against its pin by the caller like any other source.
+source_from_bundle() {
+  local tag=$1 bundle=$2 tmp=$3 gitdir=$3/bundle.git
+  local -a g=(git -c safe.directory='*' --git-dir="${gitdir}") refspec
+  need_cmd git git
+  git init -q --bare "${gitdir}" || die "${EX_FETCH}" "cannot create a git repository in ${tmp}"
+  "${g[@]}" bundle verify -q -- "${bundle}" >>"${P2P_LOG_FILE:-/dev/null}" 2>&1 ||
+    die "${EX_FETCH}" "${bundle} is not a complete git bundle (truncated or damaged, or made with prerequisites it lacks)"
+  if "${g[@]}" bundle list-heads -- "${bundle}" "refs/tags/${tag}" 2>/dev/null | grep -q .; then
+    refspec=("+refs/tags/${tag}:refs/tags/${tag}")
+  else
+    refspec=("+refs/*:refs/bundle/*")
+  fi
+  verbose "unbundling ${refspec[*]} from ${bundle}"
+  "${g[@]}" fetch -q --no-tags -- "${bundle}" "${refspec[@]}" >>"${P2P_LOG_FILE:-/dev/null}" 2>&1 ||
+    die "${EX_FETCH}" "cannot read the git bundle ${bundle} (truncated or damaged? git fetch from it failed; see the log)"
+  source_from_git "${tag}" "${gitdir}" "${tmp}" "bundle ${bundle}"
+  rm -rf -- "${gitdir}"
+}
+
+# source_from_git TAG GITDIR TMP [NAME]: export the pinned commit (never the
+# tag name: a tag can be moved, a commit id cannot). NAME is what the errors
+# call the source (default: GITDIR).
 source_from_git() {
-  local tag=$1 gitdir=$2 tmp=$3 tagged
+  local tag=$1 gitdir=$2 tmp=$3 name=${4:-$2} tagged
   local -a g=(git -c safe.directory='*' --git-dir="${gitdir}")
   if ! "${g[@]}" cat-file -e "${V_COMMIT[${tag}]}^{commit}" 2>/dev/null; then
-    die "${EX_FETCH}" "${gitdir} does not contain commit ${V_COMMIT[${tag}]} (tag ${tag}); fetch the tag into it first"
+    die "${EX_FETCH}" "${name} does not contain commit ${V_COMMIT[${tag}]} (tag ${tag}); fetch the tag into it first"
   fi
   tagged=$("${g[@]}" rev-parse -q --verify "refs/tags/${tag}^{commit}" 2>/dev/null || true)
   if [[ -n ${tagged} && ${tagged} != "${V_COMMIT[${tag}]}" ]]; then
-    die "${EX_CHECKSUM}" "tag ${tag} in ${gitdir} is commit ${tagged}, pinned is ${V_COMMIT[${tag}]}; refusing"
+    die "${EX_CHECKSUM}" "tag ${tag} in ${name} is commit ${tagged}, pinned is ${V_COMMIT[${tag}]}; refusing"
   fi
   mkdir -p "${tmp}/tree"
   "${g[@]}" archive --format=tar "${V_COMMIT[${tag}]}" | tar -x -C "${tmp}/tree" ||
-    die "${EX_FETCH}" "cannot export commit ${V_COMMIT[${tag}]} from ${gitdir}"
+    die "${EX_FETCH}" "cannot export commit ${V_COMMIT[${tag}]} from ${name}"
 }
 
 # source_from_tarball FILE TMP: unpack into TMP/unpack; TMP/tree is its single

@@ -11,7 +11,8 @@ The whole pipeline for one driver tag:
                who provides the userspace driver (see build.sh help install:
                --userspace); doctor's findings that would stop
                P2P after the install (BIOS, IOMMU, BAR1, GPUs; never fatal)
-  2 fetch      upstream source (GitHub, or --source) and the matching .run
+  2 fetch      upstream source (GitHub, or offline --source: a git bundle or
+               repository, a tarball, a tree) and the matching .run
                (not when the installed userspace is kept)
   3 verify     source tree against its pinned tree id, .run against its sha256
   4 patch      the family's patch series with quilt, fuzz 0

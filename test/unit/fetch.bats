@@ -30,6 +30,73 @@ assert_cached() {
   assert_cached
 }
 
+# fixture_bundle FILE [GIT]: a git bundle of every ref of GIT (default: the
+# fixture upstream), as `git bundle create` writes it.
+fixture_bundle() {
+  git -C "${2:-${FIX}/upstream}" bundle create -q "$1" --all
+}
+
+@test "fetch --source a git bundle exports the pinned commit, verified against its pin" {
+  fixture_bundle "${BATS_TEST_TMPDIR}/upstream.bundle"
+  run_build --verbose fetch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/upstream.bundle"
+  assert_success
+  assert_output --partial "= pinned tag tree"
+  assert_cached
+  assert_file_exist "${CACHE}/src/${FIXTURE_TAG}/.github/ISSUE.md"
+  assert_file_executable "${CACHE}/src/${FIXTURE_TAG}/kernel-open/conftest.sh"
+  assert_file_contains "${CACHE}/src/${FIXTURE_TAG}.pin" "origin=${BATS_TEST_TMPDIR}/upstream.bundle"
+  # nothing of the unbundled repository stays in the cache
+  assert_equal "$(find "${CACHE}/src" -mindepth 1 -maxdepth 1 -name '.tmp.*' | wc -l)" 0
+}
+
+@test "fetch --source a git bundle whose tree differs from the pin exits 6 and caches nothing" {
+  fixture_bundle "${BATS_TEST_TMPDIR}/upstream.bundle"
+  sed -i -E "s/^(${FIXTURE_TAG//./\\.} +[^ ]+ +[^ ]+ +)[0-9a-f]{40} +[0-9a-f]{40}/\1$(printf '1%.0s' {1..40}) $(printf '2%.0s' {1..40})/" \
+    "${NVP2P_DATA_DIR}/versions.conf"
+  run_build fetch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/upstream.bundle"
+  assert_failure 6
+  assert_output --partial "does not match its pin"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
+}
+
+@test "fetch --source a git bundle whose tag points elsewhere exits 6" {
+  git clone -q "${FIX}/upstream" "${BATS_TEST_TMPDIR}/moved"
+  (cd "${BATS_TEST_TMPDIR}/moved" && echo x >x && git -c user.name=t -c user.email=t@t add x &&
+    git -c user.name=t -c user.email=t@t commit -q -m x && git tag -f "${FIXTURE_TAG}" >/dev/null 2>&1)
+  fixture_bundle "${BATS_TEST_TMPDIR}/moved.bundle" "${BATS_TEST_TMPDIR}/moved"
+  run_build fetch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/moved.bundle"
+  assert_failure 6
+  assert_output --partial "pinned is"
+  assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
+}
+
+@test "fetch --source a git bundle without the tag's commit exits 5" {
+  git init -q "${BATS_TEST_TMPDIR}/other"
+  (cd "${BATS_TEST_TMPDIR}/other" && echo x >x && git -c user.name=t -c user.email=t@t add x &&
+    git -c user.name=t -c user.email=t@t commit -q -m x)
+  fixture_bundle "${BATS_TEST_TMPDIR}/other.bundle" "${BATS_TEST_TMPDIR}/other"
+  run_build fetch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/other.bundle"
+  assert_failure 5
+  assert_output --partial "does not contain commit"
+}
+
+@test "fetch --source a truncated git bundle exits 5 and leaves nothing behind" {
+  fixture_bundle "${BATS_TEST_TMPDIR}/upstream.bundle"
+  head -c 400 "${BATS_TEST_TMPDIR}/upstream.bundle" >"${BATS_TEST_TMPDIR}/trunc.bundle"
+  run_build fetch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/trunc.bundle"
+  assert_failure 5
+  assert_output --regexp "(not a complete git bundle|cannot read the git bundle).*truncated"
+  assert_equal "$(find "${CACHE}/src" -mindepth 1 2>/dev/null | wc -l)" 0
+}
+
+@test "patch --source a git bundle: fetched, verified and patched in one run" {
+  fixture_bundle "${BATS_TEST_TMPDIR}/upstream.bundle"
+  run_build patch "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/upstream.bundle"
+  assert_success
+  assert_cached
+  assert_file_exist "${WORK}/${FIXTURE_TAG}/patched/.nvidia-p2p-patched"
+}
+
 @test "fetch --source a git repository whose tag points elsewhere exits 6" {
   git clone -q "${FIX}/upstream" "${BATS_TEST_TMPDIR}/moved"
   (cd "${BATS_TEST_TMPDIR}/moved" && echo x >x && git -c user.name=t -c user.email=t@t add x &&

@@ -36,6 +36,15 @@ setup() {
   assert_equal "${order}" "preflight fetch verify patch build check payload preflight dkms depmod initramfs userspace verify finished "
 }
 
+@test "the pipeline from a git bundle (offline): fetched, verified against its pin, built, installed" {
+  as_root
+  git -C "${FIX}/upstream" bundle create -q "${BATS_TEST_TMPDIR}/upstream.bundle" --all
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --source "${BATS_TEST_TMPDIR}/upstream.bundle" --run "${RUNFILE}" --no-ccache
+  assert_success
+  assert_output --partial "fetch     ${FIXTURE_TAG} from ${BATS_TEST_TMPDIR}/upstream.bundle"
+  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/dkms/nvidia.ko"
+}
+
 @test "--dry-run prints the full plan and changes nothing" {
   as_user
   stub sudo
