@@ -46,6 +46,18 @@ EOF
   done
 }
 
+# payload_files TAG OBJDIR NEW: what make_payload puts into NEW (for
+# run_captured: a failure stops it, with the output of what failed).
+payload_files() {
+  local tag=$1 objdir=$2 new=$3
+  cp -a -- "${P2P_PATCHED_DIR}/kernel-open" "${new}" &&
+    rm -f -- "${new}/nvidia/nv-kernel.o_binary" "${new}/nvidia-modeset/nv-modeset-kernel.o_binary" &&
+    install -D -m 0644 -- "${objdir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o" "${new}/nvidia/nv-kernel.o_binary" &&
+    install -D -m 0644 -- "${objdir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o" \
+      "${new}/nvidia-modeset/nv-modeset-kernel.o_binary" &&
+    write_dkms_conf "${tag}" >"${new}/dkms.conf"
+}
+
 # make_payload TAG OBJDIR: <work>/<tag>/dkms-src: kernel-open of the patched
 # tree, the two objects from OBJDIR as regular files, and dkms.conf.
 make_payload() {
@@ -58,12 +70,8 @@ make_payload() {
   fi
   new="${dir}.new"
   rm -rf -- "${new}"
-  cp -a -- "${P2P_PATCHED_DIR}/kernel-open" "${new}"
-  rm -f -- "${new}/nvidia/nv-kernel.o_binary" "${new}/nvidia-modeset/nv-modeset-kernel.o_binary"
-  install -D -m 0644 -- "${objdir}/src/nvidia/_out/Linux_x86_64/nv-kernel.o" "${new}/nvidia/nv-kernel.o_binary"
-  install -D -m 0644 -- "${objdir}/src/nvidia-modeset/_out/Linux_x86_64/nv-modeset-kernel.o" \
-    "${new}/nvidia-modeset/nv-modeset-kernel.o_binary"
-  write_dkms_conf "${tag}" >"${new}/dkms.conf"
+  run_captured payload_files "${tag}" "${objdir}" "${new}" ||
+    write_failed "${new}" "assembling the DKMS source" "${EX_BUILD}" "cannot assemble ${new}" "${new}"
   rm -rf -- "${dir}"
   mv -- "${new}" "${dir}"
   verbose "payload ${dir}: $(du -sh "${dir}" | cut -f1)"

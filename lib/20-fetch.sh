@@ -30,7 +30,9 @@ verified cache. Everything is checked against versions.conf before use.
   --no-run           do not fetch the .run (the default with --source and no --run)
 
 A cached source is verified again each time it is used. Prints the cached
-source directory on stdout.
+source directory on stdout. Refused (exit 17) when the disk of the cache has
+less than about 320 MiB free (500 MiB more for the .run); a disk that fills
+up anyway also ends in exit 17, with nothing half-made kept.
 EOF
 }
 
@@ -59,8 +61,10 @@ fetch_source() {
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     stage fetch "${tag} from ${P2P_SOURCE:-${UPSTREAM_ARCHIVE_URL}/${V_COMMIT[${tag}]}.tar.gz}"
     printf 'would fetch %s into %s and verify it against tree %s\n' "${tag}" "${dest}" "${V_TREE[${tag}]}"
+    space_check "${P2P_CACHE_DIR}" fetch "the source of ${tag}"
     return 0
   fi
+  space_check "${P2P_CACHE_DIR}" fetch "the source of ${tag}"
   mk_temp_dir "${P2P_CACHE_DIR}/src"
   tmp=${P2P_TMP}
   tree="${tmp}/tree"
@@ -74,10 +78,13 @@ fetch_source() {
   fi
   stage verify "${tag} source against tree ${V_TREE[${tag}]}"
   verify_tree "${tag}" "${tree}"
-  rm -rf -- "${dest}"
+  # the pin is written before the tree moves into place: a full disk leaves
+  # neither
+  run_captured write_lines "${tmp}/pin" "$(tag_info "${tag}") origin=${P2P_SOURCE:-github} verified=$(date -u +%Y-%m-%dT%H:%M:%SZ)" ||
+    write_failed "${tmp}" "writing ${dest}.pin" "${EX_FETCH}" "cannot write ${dest}.pin"
+  rm -rf -- "${dest}" "${dest}.pin"
   mv -- "${tree}" "${dest}"
-  printf '%s origin=%s verified=%s\n' "$(tag_info "${tag}")" "${P2P_SOURCE:-github}" \
-    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"${dest}.pin"
+  mv -- "${tmp}/pin" "${dest}.pin"
 }
 
 # source_unpack TAG PATH TMP: turn any supported local source into TMP/tree.
@@ -91,7 +98,8 @@ source_unpack() {
     source_from_bundle "${tag}" "${src}" "${tmp}"
   elif [[ -d ${src} ]]; then
     mkdir -p "${tmp}/tree"
-    cp -a -- "${src}/." "${tmp}/tree/" || die "${EX_FETCH}" "cannot copy ${src}"
+    run_captured cp -a -- "${src}/." "${tmp}/tree/" ||
+      write_failed "${tmp}" "copying ${src}" "${EX_FETCH}" "cannot copy ${src}"
   elif [[ -f ${src} ]]; then
     source_from_tarball "${src}" "${tmp}"
   else
@@ -121,16 +129,16 @@ source_from_bundle() {
   local -a g=(git -c safe.directory='*' --git-dir="${gitdir}") refspec
   need_cmd git git
   git init -q --bare "${gitdir}" || die "${EX_FETCH}" "cannot create a git repository in ${tmp}"
-  "${g[@]}" bundle verify -q -- "${bundle}" >>"${P2P_LOG_FILE:-/dev/null}" 2>&1 ||
-    die "${EX_FETCH}" "${bundle} is not a complete git bundle (truncated or damaged, or made with prerequisites it lacks)"
+  run_captured "${g[@]}" bundle verify -q -- "${bundle}" ||
+    write_failed "${tmp}" "reading ${bundle}" "${EX_FETCH}" "${bundle} is not a complete git bundle (truncated or damaged, or made with prerequisites it lacks)"
   if "${g[@]}" bundle list-heads -- "${bundle}" "refs/tags/${tag}" 2>/dev/null | grep -q .; then
     refspec=("+refs/tags/${tag}:refs/tags/${tag}")
   else
     refspec=("+refs/*:refs/bundle/*")
   fi
   verbose "unbundling ${refspec[*]} from ${bundle}"
-  "${g[@]}" fetch -q --no-tags -- "${bundle}" "${refspec[@]}" >>"${P2P_LOG_FILE:-/dev/null}" 2>&1 ||
-    die "${EX_FETCH}" "cannot read the git bundle ${bundle} (truncated or damaged? git fetch from it failed; see the log)"
+  run_captured "${g[@]}" fetch -q --no-tags -- "${bundle}" "${refspec[@]}" ||
+    write_failed "${tmp}" "unbundling ${bundle}" "${EX_FETCH}" "cannot read the git bundle ${bundle} (truncated or damaged? git fetch from it failed)"
   source_from_git "${tag}" "${gitdir}" "${tmp}" "bundle ${bundle}"
   rm -rf -- "${gitdir}"
 }
@@ -149,8 +157,13 @@ source_from_git() {
     die "${EX_CHECKSUM}" "tag ${tag} in ${name} is commit ${tagged}, pinned is ${V_COMMIT[${tag}]}; refusing"
   fi
   mkdir -p "${tmp}/tree"
-  "${g[@]}" archive --format=tar "${V_COMMIT[${tag}]}" | tar -x -C "${tmp}/tree" ||
-    die "${EX_FETCH}" "cannot export commit ${V_COMMIT[${tag}]} from ${name}"
+  run_captured git_export "${gitdir}" "${V_COMMIT[${tag}]}" "${tmp}/tree" ||
+    write_failed "${tmp}" "exporting commit ${V_COMMIT[${tag}]} from ${name}" "${EX_FETCH}" "cannot export commit ${V_COMMIT[${tag}]} from ${name}"
+}
+
+# git_export GITDIR COMMIT DIR: COMMIT's tree written into DIR.
+git_export() {
+  git -c safe.directory='*' --git-dir="$1" archive --format=tar "$2" | tar -x -C "$3"
 }
 
 # source_from_tarball FILE TMP: unpack into TMP/unpack; TMP/tree is its single
@@ -159,8 +172,8 @@ source_from_tarball() {
   local file=$1 tmp=$2
   local -a top
   mkdir -p "${tmp}/unpack"
-  tar -x --no-same-owner -f "${file}" -C "${tmp}/unpack" 2>>"${P2P_LOG_FILE:-/dev/null}" ||
-    die "${EX_FETCH}" "cannot unpack ${file} (truncated or not a tarball?)"
+  run_captured tar -x --no-same-owner -f "${file}" -C "${tmp}/unpack" ||
+    write_failed "${tmp}" "unpacking ${file}" "${EX_FETCH}" "cannot unpack ${file} (truncated or not a tarball?)"
   mapfile -t top < <(find "${tmp}/unpack" -mindepth 1 -maxdepth 1)
   if [[ ${#top[@]} -eq 1 && -d ${top[0]} ]]; then
     mv -- "${top[0]}" "${tmp}/tree"
@@ -176,11 +189,11 @@ download() {
   [[ ${url} == https://* ]] || die "${EX_FETCH}" "refusing non-https URL ${url}"
   need_cmd curl curl
   verbose "downloading ${url}"
-  if ! curl --fail --location --silent --show-error --retry 3 --retry-delay 2 \
+  if ! run_captured curl --fail --location --silent --show-error --retry 3 --retry-delay 2 \
     --proto '=https' --proto-redir '=https' --connect-timeout 30 \
-    --output "${dest}.part" -- "${url}" 2>>"${P2P_LOG_FILE:-/dev/null}"; then
+    --output "${dest}.part" -- "${url}"; then
     rm -f -- "${dest}.part"
-    die "${EX_FETCH}" "download failed: ${url} (offline? use --source / --run with a local copy)"
+    write_failed "$(dirname -- "${dest}")" "downloading ${url}" "${EX_FETCH}" "download failed: ${url} (offline? use --source / --run with a local copy)"
   fi
   mv -- "${dest}.part" "${dest}"
 }
@@ -224,8 +237,10 @@ fetch_run() {
   stage fetch "${V_RUN_URL[${tag}]}"
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would download %s and require sha256 %s\n' "${V_RUN_URL[${tag}]}" "${expected}"
+    space_check "${P2P_CACHE_DIR}" run "the .run of ${tag}"
     return 0
   fi
+  space_check "${P2P_CACHE_DIR}" run "the .run of ${tag}"
   mk_temp_dir "${P2P_CACHE_DIR}/run"
   tmp=${P2P_TMP}
   download "${V_RUN_URL[${tag}]}" "${tmp}/file.run"

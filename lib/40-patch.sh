@@ -49,7 +49,8 @@ remove the tree (rm -rf DIR) and patch again.
 
 On failure the rejected hunks are shown and no output directory is left.
 Running it again with the same series is a no-op. Prints the patched tree's
-directory on stdout.
+directory on stdout. Refused (exit 17) when the disk there has less than
+about 160 MiB free, or fills up while patching.
 EOF
 }
 
@@ -120,14 +121,18 @@ patch_tree() {
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would apply to a copy of %s, into %s:\n' "$(cache_src_dir "${tag}")" "${out}"
     printf '  %s\n' "${series//$'\n'/$'\n'  }"
+    space_check "$(dirname "${out}")" patch "the patched tree of ${tag}"
     return 0
   fi
+  space_check "$(dirname "${out}")" patch "the patched tree of ${tag}"
   mkdir -p "$(dirname "${out}")"
   mk_temp_dir "$(dirname "${out}")"
   tmp=${P2P_TMP}
-  printf '%s\n' "${series}" | grep . >"${tmp}/series" || true
-  cp -a -- "$(cache_src_dir "${tag}")" "${tmp}/tree"
-  quilt_in "${tmp}/tree" "${tag}" "${tmp}/series" push -a --fuzz=0 -q >>"${tmp}/quilt.log" 2>&1 || rc=$?
+  run_captured write_lines "${tmp}/series" "${series}" ||
+    write_failed "${tmp}" "writing the series of ${tag}" "${EX_FAIL}" "cannot write ${tmp}/series"
+  run_captured cp -a -- "$(cache_src_dir "${tag}")" "${tmp}/tree" ||
+    write_failed "${tmp}" "copying the source of ${tag} to patch it" "${EX_FAIL}" "cannot copy $(cache_src_dir "${tag}")"
+  run_captured quilt_in "${tmp}/tree" "${tag}" "${tmp}/series" push -a --fuzz=0 -q || rc=$?
   if [[ ${rc} -eq 2 && ! -s ${tmp}/series ]]; then
     rc=0 # quilt's "nothing to do": an empty series
   fi
@@ -209,10 +214,14 @@ manifest_diff() {
 
 # patch_failure TAG TMP: show quilt's output and the rejected hunks, then die;
 # the temp tree is removed at exit, so no output is left behind.
+# A disk that filled up is said so (write_failed), not blamed on a patch.
 patch_failure() {
   local tag=$1 tmp=$2 failed rej
+  if says_disk_full "${P2P_CAPTURED}" || [[ "$(disk_free_mib "${tmp}" || echo 1)" -lt 1 ]]; then
+    write_failed "${tmp}" "applying the series to ${tag}" "${EX_PATCH}" "quilt failed"
+  fi
   failed=$(quilt_in "${tmp}/tree" "${tag}" "${tmp}/series" next 2>/dev/null || true)
-  sed 's/^/  quilt: /' "${tmp}/quilt.log" >&2
+  [[ -z ${P2P_CAPTURED} ]] || printf '  quilt: %s\n' "${P2P_CAPTURED//$'\n'/$'\n'  quilt: }" >&2
   quilt_in "${tmp}/tree" "${tag}" "${tmp}/series" push -f --fuzz=0 -q >/dev/null 2>&1 || true
   while IFS= read -r rej; do
     printf '%s: rejected hunks in %s:\n' "${P2P_PROG}" "${rej#"${tmp}/tree/"}" >&2

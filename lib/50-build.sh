@@ -45,7 +45,9 @@ the kernel's release. Prints the directory holding them on stdout. Also
 assembles the DKMS source that `install` registers: kernel-open of the
 patched tree, the two kernel-independent objects of this build
 (nv-kernel.o_binary, nv-modeset-kernel.o_binary) and a dkms.conf, in
-<work-dir>/<tag>/dkms-src.
+<work-dir>/<tag>/dkms-src. Refused (exit 17) when the disk of the work
+directory has less than about 800 MiB free for a new build tree (a tag takes
+about 1 GiB built), or fills up while building.
 EOF
 }
 
@@ -258,17 +260,26 @@ build_modules() {
   if [[ ${P2P_DRY_RUN} -eq 1 ]]; then
     printf 'would run: make %s\n' "$(quote_cmd "${make_args[@]}")"
     printf 'would check %s in %s and copy them to %s\n' "${P2P_MODULES}" "${bdir}/kernel-open" "${P2P_MODULES_DIR}"
+    [[ -f ${bdir}/${BUILD_STAMP} ]] || space_check "$(dirname "${bdir}")" build "building ${tag} for ${P2P_KREL}"
     make_payload "${tag}" "${bdir}"
     return 0
   fi
   if [[ ! -f ${bdir}/${BUILD_STAMP} || "$(cat "${bdir}/${BUILD_STAMP}")" != "${stamp}" ]]; then
     rm -rf -- "${bdir}" "${P2P_MODULES_DIR}"
+    space_check "$(dirname "${bdir}")" build "building ${tag} for ${P2P_KREL}"
     mkdir -p "$(dirname "${bdir}")"
     new_build_tree "${tag}" "${bdir}" "${fingerprint}" "${make_args[@]:3}"
-    printf '%s' "${stamp}" >"${bdir}/${BUILD_STAMP}"
+    run_captured write_lines "${bdir}/${BUILD_STAMP}" "${stamp}" ||
+      write_failed "${bdir}" "starting the build tree" "${EX_BUILD}" "cannot write ${bdir}/${BUILD_STAMP}" "${bdir}"
   fi
   run_logged make "${make_args[@]}" || rc=$?
   if [[ ${rc} -ne 0 ]]; then
+    # a disk that filled up: the build tree goes (no half-built tree is
+    # resumed), and one line says why
+    P2P_CAPTURED=$(cat -- "${P2P_LOG_FILE:-/dev/null}" 2>/dev/null || true)
+    if says_disk_full "${P2P_CAPTURED}" || [[ "$(disk_free_mib "${bdir}" || echo 1)" -lt 1 ]]; then
+      write_failed "${bdir}" "building ${tag} for ${P2P_KREL}" "${EX_BUILD}" "build of ${tag} failed" "${bdir}"
+    fi
     show_build_errors
     die "${EX_BUILD}" "build of ${tag} for ${P2P_KREL} failed (make exit ${rc}); full log: ${P2P_LOG_FILE:-none}; nothing was installed"
   fi
@@ -278,12 +289,13 @@ build_modules() {
   rm -rf -- "${P2P_MODULES_DIR}"
   mkdir -p "${P2P_MODULES_DIR}"
   local m
-  for m in ${P2P_MODULES}; do
-    cp -- "${bdir}/kernel-open/${m}.ko" "${P2P_MODULES_DIR}/"
+  # what out-of-tree modules (and build.sh container --precompiled) link against: Module.symvers
+  for m in ${P2P_MODULES// /.ko }.ko Module.symvers; do
+    run_captured cp -- "${bdir}/kernel-open/${m}" "${P2P_MODULES_DIR}/" ||
+      write_failed "${P2P_MODULES_DIR}" "copying the modules" "${EX_BUILD}" "cannot copy ${bdir}/kernel-open/${m}" "${P2P_MODULES_DIR}"
   done
-  # what out-of-tree modules (and build.sh container --precompiled) link against
-  cp -- "${bdir}/kernel-open/Module.symvers" "${P2P_MODULES_DIR}/"
-  printf 'tag=%s kernel=%s\n' "${tag}" "${P2P_KREL}" >"${P2P_MODULES_DIR}/BUILD-INFO"
+  run_captured write_lines "${P2P_MODULES_DIR}/BUILD-INFO" "tag=${tag} kernel=${P2P_KREL}" ||
+    write_failed "${P2P_MODULES_DIR}" "copying the modules" "${EX_BUILD}" "cannot write ${P2P_MODULES_DIR}/BUILD-INFO" "${P2P_MODULES_DIR}"
   make_payload "${tag}" "${bdir}"
 }
 
@@ -308,13 +320,15 @@ new_build_tree() {
     [[ "$(cut -d' ' -f1 "${other}/${BUILD_STAMP}")" == "${fingerprint}" ]] || continue
     [[ -n $(find "${other}/src/nvidia" -name nv-kernel.o -print -quit 2>/dev/null) ]] || continue
     verbose "reusing the kernel-independent objects of ${other}"
-    cp -a -- "${other}" "${bdir}"
+    run_captured cp -a -- "${other}" "${bdir}" ||
+      write_failed "${bdir}" "copying ${other}" "${EX_BUILD}" "cannot copy ${other}" "${bdir}"
     if run_logged make -C "${bdir}/kernel-open" clean "$@"; then
       return 0
     fi
     rm -rf -- "${bdir}"
   done
-  cp -a -- "${P2P_PATCHED_DIR}" "${bdir}"
+  run_captured cp -a -- "${P2P_PATCHED_DIR}" "${bdir}" ||
+    write_failed "${bdir}" "copying the patched tree" "${EX_BUILD}" "cannot copy ${P2P_PATCHED_DIR}" "${bdir}"
 }
 
 show_build_errors() {
@@ -438,7 +452,9 @@ compile_units() {
   fi
   tree="${P2P_WORK_DIR}/${tag}/units"
   rm -rf -- "${tree}"
-  cp -a -- "${P2P_PATCHED_DIR}" "${tree}"
+  space_check "${P2P_WORK_DIR}" patch "compiling the changed units of ${tag}"
+  run_captured cp -a -- "${P2P_PATCHED_DIR}" "${tree}" ||
+    write_failed "${P2P_WORK_DIR}" "copying the patched tree" "${EX_BUILD}" "cannot copy ${P2P_PATCHED_DIR}" "${tree}"
   while IFS= read -r unit; do
     [[ -n ${unit} ]] || continue
     case ${unit} in

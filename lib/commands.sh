@@ -27,7 +27,8 @@ The whole pipeline for one driver tag:
 Then it tells you what to do next (reboot or reload, then `build.sh verify`).
 Fetch, patch and build run as the calling user; install needs root (sudo is
 used when available). Options are those of the stage commands; see
-`build.sh help <command>`.
+`build.sh help <command>`. One tag takes about 1 GiB of disk once built;
+each stage checks the room it needs first (exit 17).
 EOF
 }
 

@@ -24,6 +24,7 @@ P2P_EXIT_CODES=(
   "CONFLICT 14 another NVIDIA kernel module (DKMS, package, .run) is installed; the error names the command that removes it"
   "SIGN 15 module signing: key unreadable, certificate not matching the key or expired, sign-file missing or a signature not verifying"
   "REPO 16 repo: the signing key is missing or not the repository's, gpg failed, a package of the same version with other content, or the new indexes failed their own check (nothing was published)"
+  "SPACE 17 not enough disk space: refused before fetch, patch or build (the directory, the space free and the space needed are named), or the disk filled up while writing (nothing half-made was kept)"
   "DOCTOR_BLOCKED 30 doctor: a finding stops or breaks P2P (certain or likely)"
   "DOCTOR_INSUFFICIENT 31 doctor: insufficient data: nothing found that stops P2P, but a pair's state, or why P2P fails or is slower than host staging, cannot be told; the report lists what to collect (pairs seen working whose data no output checked exit 0, said)"
   "DOCTOR_NO_PAIR 32 doctor: fewer than two NVIDIA GPUs (one, or none where the sysfs read lists the GPUs), and nothing found that stops P2P; no GPU identified in outputs that do not list them is 31"
