@@ -191,3 +191,34 @@ docs_route_table() {
     assert_output 0
   done < <(families_with_windows)
 }
+
+# added_function PATCH NAME: the added lines (without '+') of the function
+# NAME that PATCH adds, from its name to its closing brace.
+added_function() {
+  awk -v name="$2" '
+    /^\+/ { line = substr($0, 2) } !/^\+/ { line = "" }
+    line == name { on = 1 }
+    on { print line }
+    on && line == "}" { exit }
+  ' "$1"
+}
+
+@test "bar1 window: teardown takes no lock without windows, and a window that cannot go keeps its memory" {
+  local fam p body
+  while read -r fam; do
+    p="${REPO_ROOT}/patches/${fam}/${PATCH_NAME}"
+    body=$(added_function "${p}" _nvGpuOpsBar1WindowsRelease)
+    [[ -n ${body} ]]
+    # the count of live windows is read before any lock is taken
+    run awk '/g_bar1P2PWindowCount, 0\) == 0/ { n = NR } /_nvGpuOpsLocksAcquireAll|rmGpuLocksAcquire/ && !l { l = NR } END { exit !(n && l && n < l) }' <<<"${body}"
+    assert_success
+    # a count kept where windows are made and destroyed
+    run grep -c -E '^\+ *portAtomic(In|De)crementS32\(&g_bar1P2PWindowCount\);' "${p}"
+    assert_output 2
+    # nvGpuOpsFreeDupedHandle frees the memory only when its window went
+    run grep -c -E '^\+    if \(_nvGpuOpsBar1WindowsRelease\(device->session->handle, BAR1_P2P_WINDOW_MATCH_MEMORY,$' "${p}"
+    assert_output 1
+    run grep -c -E '^\+    if \(hPhysHandle != NV01_NULL_OBJECT\)$' "${p}"
+    assert_output 1
+  done < <(families_with_windows)
+}
