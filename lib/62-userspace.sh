@@ -130,7 +130,13 @@ userspace_resolve() {
   case ${P2P_USERSPACE} in
   keep)
     P2P_NO_USERSPACE=1
-    P2P_USERSPACE_WHY="kept: ${pkgs:+packages ${names} }$(userspace_versions | tr '\n' ' ' | sed 's/ $//;s/^$/none installed/')"
+    versions=$(userspace_versions | tr '\n' ' ')
+    versions=${versions% }
+    if userspace_unstaged; then
+      P2P_USERSPACE_WHY="none in ${P2P_ROOT} (staging with --root): left out, not checked; the system that uses ${P2P_ROOT} needs the userspace driver of ${tag} and its GSP firmware (/lib/firmware/nvidia/${tag}/gsp_*.bin) beside these modules"
+    else
+      P2P_USERSPACE_WHY="kept: ${pkgs:+packages ${names} }${versions:-none installed}"
+    fi
     ;;
   run)
     [[ -z ${names} ]] || preflight_fail "${EX_PREFLIGHT}" "--userspace run, but the NVIDIA userspace driver is installed by packages (${names}): the .run would fight with them; keep them (--userspace keep, when they are ${tag}) or remove them first: $(remove_packages_cmd "${names}")"
@@ -162,11 +168,21 @@ userspace_preflight() {
   local tag=$1
   if ! userspace_resolve "${tag}"; then
     :
-  elif [[ ${P2P_NO_USERSPACE} -eq 1 ]]; then
+  elif [[ ${P2P_NO_USERSPACE} -eq 1 ]] && ! userspace_unstaged; then
     require_userspace_version "${tag}" "keeping the installed userspace driver: "
     require_gsp_firmware "${tag}"
   fi
   note "userspace driver: ${P2P_USERSPACE_WHY}"
+}
+
+# userspace_unstaged: a staging install (--root DIR) that keeps the userspace
+# (--no-userspace, --userspace keep) where DIR holds none at all: the help's
+# recipe for staging. NVIDIA's .run cannot install into DIR, so the modules are
+# staged alone; the version checks have nothing to compare and are left out
+# (said, never passed). A userspace of another version in DIR is still a
+# mismatch (exit 12).
+userspace_unstaged() {
+  [[ -n ${P2P_ROOT} && ${P2P_USERSPACE} == keep && -z $(userspace_versions) ]]
 }
 
 # userspace_fix_hint TAG VERSIONS NAMES: the commands that end a mismatch.

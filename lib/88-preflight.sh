@@ -7,30 +7,38 @@
 
 # preflight_pipeline TAG: everything `build.sh <tag>` needs, checked up front.
 preflight_pipeline() {
-  local tag=$1 tool
+  local tag=$1 problem
   stage preflight "tools, kernel headers, root, Secure Boot, userspace driver"
   doctor_works_now "${tag}" >&2
-  for tool in git make gcc g++ quilt modinfo:kmod depmod:kmod tar; do
-    command -v "${tool%%:*}" >/dev/null 2>&1 ||
-      preflight_fail "${EX_PREFLIGHT}" "'${tool%%:*}' is required but not installed (Debian package: ${tool#*:})"
-  done
-  if ! is_root; then
-    if command -v sudo >/dev/null 2>&1; then
-      note "not root: fetch, patch and build run as $(id -un); the install step will use sudo"
-    else
-      preflight_fail "${EX_PREFLIGHT}" "the install step needs root: run as root (sudo is not installed)"
-    fi
-  fi
-  if [[ ${P2P_NO_DKMS} -eq 0 ]]; then
-    local problem
-    problem=$(dkms_problem)
-    [[ -z ${problem} ]] || preflight_fail "${EX_PREFLIGHT}" "${problem}"
+  while IFS= read -r problem; do
+    preflight_fail "${EX_PREFLIGHT}" "${problem}"
+  done < <(pipeline_problems)
+  if ! is_root && command -v sudo >/dev/null 2>&1; then
+    note "not root: fetch, patch and build run as $(id -un); the install step will use sudo"
   fi
   preflight_kernel
   sign_resolve
   preflight_secure_boot
   doctor_preinstall "${tag}" >&2
   userspace_preflight "${tag}"
+}
+
+# pipeline_problems: what the pipeline refuses before any work, a line per
+# problem: a tool it needs missing, neither root nor sudo, dkms missing or
+# too old (not with --no-dkms). The pipeline's preflight stops at the first
+# (under --dry-run each is a PROBLEM line); the preflight command reports
+# each as a fail line: one list, so that preflight never passes a machine
+# the pipeline refuses.
+pipeline_problems() {
+  local tool
+  for tool in git make gcc g++ quilt modinfo:kmod depmod:kmod tar; do
+    command -v "${tool%%:*}" >/dev/null 2>&1 ||
+      printf "'%s' is required but not installed (Debian package: %s)\n" "${tool%%:*}" "${tool#*:}"
+  done
+  if ! is_root && ! command -v sudo >/dev/null 2>&1; then
+    printf 'the install step needs root: run as root (sudo is not installed)\n'
+  fi
+  [[ ${P2P_NO_DKMS} -eq 1 ]] || dkms_problem
 }
 
 # preflight_kernel: headers for the target kernel (resolve_kernel dies without
@@ -53,7 +61,10 @@ help_preflight() {
 
 Report what matters for P2P on this machine, changing nothing; first, when the
 loaded driver already gives every GPU pair P2P (nvidia-smi topo -p2p r and w
-OK, nothing found that stops it), that it does. Then kernel headers (of
+OK, nothing found that stops it), that it does. Then what `build.sh <tag>`
+refuses before any work, checked by the same code: the tools it needs (git,
+make, gcc, g++, quilt, kmod, tar), root or sudo, and dkms (installed, new
+enough; not with --no-dkms, as in the pipeline). Then kernel headers (of
 --kernel KVER, default the running kernel), Secure Boot and signing, the
 loaded driver and the userspace driver version; then, as "doctor:" lines, the
 NVIDIA GPUs (BAR1, VRAM) and doctor's findings that would stop P2P after an
@@ -65,12 +76,16 @@ EOF
 }
 
 cmd_preflight() {
-  local tag="" kver fatal=0
+  local tag="" kver problem fatal=0
   parse_stage_args preflight tag "$@"
   if [[ -n ${tag} ]]; then
     require_tag "${tag}"
   fi
   doctor_works_now "${tag}"
+  while IFS= read -r problem; do
+    report fail "${problem}"
+    fatal=1
+  done < <(pipeline_problems)
   kver=${P2P_KERNEL:-$(uname -r)}
   if have_kernel_headers "${kver}"; then
     report ok "kernel headers for ${kver}"

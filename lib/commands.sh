@@ -324,7 +324,10 @@ Global options:
   --root DIR        install into DIR instead of / (staging, tests): modules, /etc,
                     state, depmod; update-initramfs/dracut (when DIR/boot has an
                     image) and NVIDIA's .run run on this system as they are, so
-                    stage with --no-userspace
+                    stage with --no-userspace: a userspace driver in DIR must
+                    be <tag>; with none there, the modules are staged alone
+                    (the system that uses DIR needs <tag>'s userspace and GSP
+                    firmware)
   --lock-wait SECS  wait up to SECS for another run's lock (default: exit 11 at once)
   --dry-run         print every step, change nothing
   --yes, -y         do not ask for confirmation

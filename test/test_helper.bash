@@ -123,9 +123,11 @@ path_without() {
 }
 
 # path_hiding NAME...: a PATH where the commands NAME... are not found but
-# every other command is (a directory of links to the real ones; stubs first).
+# every other command is (a directory of links to the real ones; stubs first),
+# one directory per set of NAMEs (a test may hide one, then two).
 path_hiding() {
   local dir="${BATS_TEST_TMPDIR}/path-hiding" d f name
+  dir+=$(printf -- '-%s' "$@")
   local -a dirs=()
   local -A hide=()
   for name in "$@"; do hide[${name}]=1; done

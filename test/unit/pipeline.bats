@@ -266,3 +266,34 @@ STUB
   assert_output --partial "'g++' is required but not installed (Debian package: g++)"
   assert_not_exist "${CACHE}/src/${FIXTURE_TAG}"
 }
+
+@test "the help's staging recipe (--root DIR --no-userspace) stages the modules where DIR has no userspace, and says so" {
+  as_root
+  run_build --help
+  assert_output --partial "stage with --no-userspace"
+  run_build --root "${ROOT}" --yes --dry-run "${FIXTURE_TAG}" --no-userspace --source "${FIX}/upstream" --no-ccache
+  assert_success
+  refute_output --regexp 'kept: *$'
+  assert_output --partial "userspace driver: none in ${ROOT} (staging with --root): left out, not checked"
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-userspace --source "${FIX}/upstream" --no-ccache
+  assert_success
+  refute_output --regexp 'kept: *$'
+  assert_output --partial "userspace driver: none in ${ROOT} (staging with --root): left out, not checked; the system that uses ${ROOT} needs the userspace driver of ${FIXTURE_TAG} and its GSP firmware"
+  assert_output --partial "no userspace driver staged in ${ROOT}"
+  assert_file_exist "${ROOT}/lib/modules/${FIXTURE_KREL}/updates/dkms/nvidia.ko"
+  run grep -c standin.run "${STUB_LOG}"
+  assert_output 0
+  # a userspace of another version in DIR is still a mismatch (12)
+  mkdir -p "${ROOT}/usr/lib/x86_64-linux-gnu"
+  touch "${ROOT}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"
+  run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --no-userspace --source "${FIX}/upstream" --no-ccache
+  assert_failure 12
+  assert_output --partial "userspace driver version is '550.54.14'"
+}
+
+@test "--userspace keep on / (not staging): the userspace line names what is kept, never an empty \"kept:\"" {
+  as_root
+  run_build --yes --dry-run "${FIXTURE_TAG}" --no-userspace --kernel "${FIXTURE_KREL}" --source "${FIX}/upstream" --no-ccache
+  assert_output --regexp 'userspace driver: kept: [^[:space:]]'
+  refute_output --regexp 'kept: *$'
+}

@@ -9,6 +9,8 @@ setup() {
   SYS="${BATS_TEST_TMPDIR}/sys"
   export NVP2P_SYSFS="${SYS}"
   mkdir -p "${SYS}/bus/pci/devices"
+  # the machine has what the pipeline needs (pipeline_problems): dkms too
+  stub_dkms
 }
 
 # gpu ADDR BAR0 BAR1-LINES...: an NVIDIA display controller with resource lines.
@@ -123,6 +125,7 @@ STUB
 
 @test "Secure Boot enabled with no key and no dkms fails preflight (10)" {
   stub mokutil - <<<'echo "SecureBoot enabled"'
+  rm "${STUBS}/dkms"
   PATH="$(path_hiding dkms)" run_build --root "${ROOT}" preflight
   assert_failure 10
   assert_line --partial "fail  Secure Boot is enabled and no key would sign the modules"
@@ -177,4 +180,30 @@ STUB
   run_build --root "${ROOT}" preflight
   assert_failure 10
   assert_line --partial "fail  userspace driver 550.54.14 differs from the nvidia-p2p modules 999.10.01"
+}
+
+@test "preflight refuses (10) what the pipeline refuses before any work: no dkms, no g++; --no-dkms does without dkms" {
+  rm "${STUBS}/dkms"
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}"
+  assert_failure 10
+  assert_line "fail  dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms for a single-kernel install without it"
+  assert_line "ok    kernel headers for ${FIXTURE_KREL}"
+  # the pipeline stops with the same words (one function, pipeline_problems)
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" --yes "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}"
+  assert_failure 10
+  assert_output --partial "build.sh: dkms is not installed: install it (Debian/Ubuntu: apt-get install dkms), or pass --no-dkms"
+  # --no-dkms, as the pipeline's: dkms is not needed
+  PATH="$(path_hiding dkms)" run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}" --no-dkms
+  assert_success
+  refute_output --partial "dkms is not installed"
+  PATH="$(path_hiding dkms g++)" run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}" --no-dkms
+  assert_failure 10
+  assert_line "fail  'g++' is required but not installed (Debian package: g++)"
+}
+
+@test "preflight as a user without sudo fails (10): the install step needs root, as in the pipeline" {
+  as_user
+  PATH="$(path_hiding sudo)" run_build --root "${ROOT}" preflight --kernel "${FIXTURE_KREL}"
+  assert_failure 10
+  assert_line "fail  the install step needs root: run as root (sudo is not installed)"
 }
