@@ -46,6 +46,7 @@ cmd_fetch() {
   fetch_run_if_wanted "${tag}"
   [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
   printf '%s\n' "$(cache_src_dir "${tag}")"
+  say_next "$(next_cmd build "${tag}") (it patches first; or only the patched tree: $(next_cmd patch "${tag}"))"
 }
 
 # fetch_source TAG: make sure src/<tag> holds the verified source.

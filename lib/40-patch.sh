@@ -62,6 +62,11 @@ cmd_patch() {
   fetch_source "${tag}"
   patch_tree "${tag}" "${P2P_OUT:-$(default_patched_dir "${tag}")}"
   printf '%s\n' "${P2P_PATCHED_DIR}"
+  if [[ -n ${P2P_OUT} ]]; then
+    say_next "build the tree in ${P2P_PATCHED_DIR} yourself; build.sh build ${tag} builds its own patched tree"
+  else
+    say_next "$(next_cmd build "${tag}")"
+  fi
 }
 
 # quilt_run DIR PATCHDIR SERIESFILE ARGS...: quilt in DIR with explicit

@@ -13,6 +13,15 @@ readonly BUILD_RECIPE=2
 # Measured on 2 cores (docs/install.md, "Build times"): shown while building.
 readonly P2P_BUILD_ESTIMATE="measured on 2 idle cores: 6-10 minutes with an empty ccache, 3 with a warm one; longer when other jobs share the cores"
 
+# Seconds between the build's progress lines (NVP2P_PROGRESS_SECONDS lets
+# tests make it short; users have no reason to set it).
+P2P_PROGRESS_SECONDS=${NVP2P_PROGRESS_SECONDS:-30}
+[[ ${P2P_PROGRESS_SECONDS} =~ ^[1-9][0-9]{0,4}$ ]] || P2P_PROGRESS_SECONDS=30
+# The progress watcher of the command running now (progress_start), and
+# whether its exit hook is registered.
+P2P_PROGRESS_PID=""
+P2P_PROGRESS_HOOKED=0
+
 help_build() {
   usage_synopsis build
   cat <<'EOF'
@@ -61,10 +70,17 @@ cmd_build() {
   patch_tree "${tag}" "$(default_patched_dir "${tag}")"
   if [[ ${P2P_UNITS_ONLY} -eq 1 ]]; then
     compile_units "${tag}"
+    say_next "$(next_cmd build "${tag}") (the whole build: the five modules)"
     return 0
   fi
   build_modules "${tag}"
   printf '%s\n' "${P2P_MODULES_DIR}"
+  if [[ -n ${P2P_KERNEL} || -n ${P2P_KERNEL_SRC} ]]; then
+    # shellcheck disable=SC2153 # P2P_KREL: resolve_kernel (lib/07-kernel.sh) set it
+    say_next "$(next_cmd --sudo install "${tag}" --kernel "${P2P_KREL}")"
+  else
+    say_next "$(next_cmd --sudo install "${tag}")"
+  fi
 }
 
 # kernel_cc SYSOUT: the C compiler to build with: the one the kernel was built
@@ -272,7 +288,7 @@ build_modules() {
     run_captured write_lines "${bdir}/${BUILD_STAMP}" "${stamp}" ||
       write_failed "${bdir}" "starting the build tree" "${EX_BUILD}" "cannot write ${bdir}/${BUILD_STAMP}" "${bdir}"
   fi
-  run_logged make "${make_args[@]}" || rc=$?
+  run_logged_progress "${bdir}" make "${make_args[@]}" || rc=$?
   if [[ ${rc} -ne 0 ]]; then
     # a disk that filled up: the build tree goes (no half-built tree is
     # resumed), and one line says why
@@ -297,6 +313,123 @@ build_modules() {
   run_captured write_lines "${P2P_MODULES_DIR}/BUILD-INFO" "tag=${tag} kernel=${P2P_KREL}" ||
     write_failed "${P2P_MODULES_DIR}" "copying the modules" "${EX_BUILD}" "cannot write ${P2P_MODULES_DIR}/BUILD-INFO" "${P2P_MODULES_DIR}"
   make_payload "${tag}" "${bdir}"
+}
+
+# run_logged_progress DIR CMD...: run_logged (the output into the log only),
+# and while CMD runs, progress lines on stderr read from the log: one when the
+# build gets to a part it had not been in (nv-kernel.o, nv-modeset-kernel.o,
+# a module of kernel-open), and every P2P_PROGRESS_SECONDS seconds the time it
+# has taken with the last object compiled (paths relative to DIR). With
+# --verbose (the output is on stderr already) or no log: run_logged alone.
+run_logged_progress() {
+  local dir=$1 rc=0
+  shift
+  if [[ ${P2P_DRY_RUN} -eq 1 || ${P2P_VERBOSE} -eq 1 || -z ${P2P_LOG_FILE} ]]; then
+    run_logged "$@"
+    return
+  fi
+  progress_start "${dir}"
+  run_logged "$@" || rc=$?
+  progress_stop
+  return "${rc}"
+}
+
+# progress_start DIR: the watcher (progress_watch) in the background, from
+# the log's present end; stopped by progress_stop, or at exit (Ctrl-C too).
+progress_start() {
+  local offset
+  offset=$(stat -c %s -- "${P2P_LOG_FILE}" 2>/dev/null) || offset=0
+  if [[ ${P2P_PROGRESS_HOOKED} -eq 0 ]]; then
+    on_exit progress_stop
+    P2P_PROGRESS_HOOKED=1
+  fi
+  progress_watch "$1" "$$" "${offset}" &
+  P2P_PROGRESS_PID=$!
+}
+
+# progress_stop: end the watcher, if one runs.
+progress_stop() {
+  [[ -n ${P2P_PROGRESS_PID} ]] || return 0
+  kill "${P2P_PROGRESS_PID}" 2>/dev/null || true
+  wait "${P2P_PROGRESS_PID}" 2>/dev/null || true
+  P2P_PROGRESS_PID=""
+}
+
+# progress_watch DIR PARENT OFFSET: once a second, the log's new output
+# (after OFFSET; its last 64 KiB) while PARENT runs: progress_part's part,
+# when it is a new one; and every P2P_PROGRESS_SECONDS seconds the elapsed
+# time and the last object.
+progress_watch() {
+  local dir=$1 parent=$2 offset=$3 start=${SECONDS} next size from text part last took fd nap=""
+  local -A seen=()
+  # The run's locks are the run's: this watcher (and its sleep) must not keep
+  # one held a moment after the run ended.
+  for fd in "${P2P_LOCKS[@]}"; do
+    [[ -z ${fd} ]] || exec {fd}>&-
+  done
+  # the sleep of the moment goes too, when progress_stop ends this
+  trap 'kill ${nap:-} 2>/dev/null; exit 0' TERM
+  next=$((start + P2P_PROGRESS_SECONDS))
+  while kill -0 "${parent}" 2>/dev/null; do
+    sleep 1 >/dev/null 2>&1 &
+    nap=$!
+    wait "${nap}" || true
+    nap=""
+    size=$(stat -c %s -- "${P2P_LOG_FILE}" 2>/dev/null) || continue
+    from=$((size - 65536 > offset ? size - 65536 : offset))
+    text=$(tail -c "+$((from + 1))" -- "${P2P_LOG_FILE}" 2>/dev/null) || text=""
+    last=$(progress_last_object "${text}" "${dir}")
+    part=$(progress_part "${text}" "${last}")
+    if [[ -n ${part} && -z ${seen[${part}]+x} ]]; then
+      seen[${part}]=1
+      stage_print build "now: ${part}"
+    fi
+    if [[ ${SECONDS} -ge ${next} ]]; then
+      took=$((SECONDS - start))
+      stage_print build "still building: $((took / 60)) min $((took % 60)) s so far${part:+, in ${part}}; last: ${last:-nothing compiled yet}"
+      next=$((SECONDS + P2P_PROGRESS_SECONDS))
+    fi
+  done
+}
+
+# progress_last_object TEXT DIR: the last line of make's output in TEXT that
+# compiles or links (kbuild's "CC [M]  .../x.o", upstream's "CC  src/x.c",
+# CONFTEST: ...), spaces squeezed, DIR/ left out of its paths.
+progress_last_object() {
+  local line
+  line=$(grep -E '^[[:space:]]*(CC|CXX|LD|AR|OBJCOPY|HOSTCC|MODPOST|CONFTEST)([[:space:]]|:|\[)' <<<"$1" | tail -n 1) || true
+  line=$(tr -s '[:space:]' ' ' <<<"${line}")
+  line=${line# }
+  line=${line% }
+  printf '%s' "${line//"$2/"/}"
+}
+
+# progress_part TEXT LAST: which part of the build LAST (progress_last_object)
+# belongs to: a module of kernel-open ("kernel-open, nvidia-uvm"), else from
+# make's last "Entering directory" in TEXT: nv-kernel.o (src/nvidia),
+# nv-modeset-kernel.o (src/nvidia-modeset), kernel-open (kbuild, in the
+# kernel's directory); nothing when TEXT tells neither.
+progress_part() {
+  local text=$1 last=$2 dir obj
+  if [[ ${last} =~ kernel-open/(nvidia[a-z-]*)/ ]]; then
+    printf 'kernel-open, %s' "${BASH_REMATCH[1]}"
+    return 0
+  fi
+  dir=$(sed -n -E "s/.*Entering directory ['\`]([^']*)'.*/\1/p" <<<"${text}" | tail -n 1)
+  case ${dir} in
+  "") ;;
+  */src/nvidia) printf 'nv-kernel.o (src/nvidia)' ;;
+  */src/nvidia-modeset) printf 'nv-modeset-kernel.o (src/nvidia-modeset)' ;;
+  *)
+    # kbuild of 6.13 and later names objects relative to M: nvidia-uvm/x.o
+    obj=${last##* }
+    if [[ ${obj} =~ ^(nvidia[a-z-]*)/ ]]; then
+      printf 'kernel-open, %s' "${BASH_REMATCH[1]}"
+    else
+      printf 'kernel-open'
+    fi
+    ;;
+  esac
 }
 
 # kernel_digest SYSOUT: what of a kernel build directory the conftests'

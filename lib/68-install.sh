@@ -117,6 +117,11 @@ cmd_install() {
   install_preflight "${tag}"
   install_all "${tag}"
   [[ ${P2P_DRY_PROBLEM} -eq 0 ]] || exit "${P2P_DRY_PROBLEM}"
+  if userspace_unstaged; then
+    say_next "the system that uses ${P2P_ROOT} needs ${tag}'s userspace driver and GSP firmware; once it has them, boot it and run: $0 verify"
+  else
+    say_next "reboot (or reload the modules: docs/install.md), then: $0 verify"
+  fi
 }
 
 # cache_lock_if_made: install reads what build left in the work directory; a

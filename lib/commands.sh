@@ -335,7 +335,9 @@ Global options:
   --help, -h        help (after a command: that command's help)
   --version         print build.sh's version
 
-Each run writes a log file to <cache-dir>/logs/. NO_COLOR is honoured.
+Each run that does work writes a log file to <cache-dir>/logs/ and names it
+on its first line (build.sh: log: FILE); list, check, preflight, doctor,
+help and --dry-run change nothing and write none. NO_COLOR is honoured.
 Exit codes: build.sh help exit-codes. Documentation: README.md and docs/.
 EOF
 }

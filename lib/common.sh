@@ -91,6 +91,13 @@ use_color() {
 
 # stage NAME TEXT: a progress line with the time since the run started.
 stage() {
+  stage_print "$@"
+  log_line "STAGE $1: ${*:2}"
+}
+
+# stage_print NAME TEXT: stage's line on stderr, not logged (the progress
+# lines of a long command, whose own output the log holds).
+stage_print() {
   local name=$1
   shift
   local elapsed=$((SECONDS - P2P_START_SECONDS))
@@ -101,7 +108,37 @@ stage() {
   else
     printf '%s %-9s %s\n' "${stamp}" "${name}" "$*" >&2
   fi
-  log_line "STAGE ${name}: $*"
+}
+
+# say_next CMD...: the "next:" line after a stage command (fetch, patch,
+# build, install) that did its work: the command to run next; nothing under
+# --dry-run, which did nothing to go on from.
+say_next() {
+  [[ ${P2P_DRY_RUN} -eq 0 ]] || return 0
+  note "next: $*"
+}
+
+# next_cmd [--sudo] WORDS...: the build.sh command line WORDS as this run
+# would go on to it: with this run's --root, and its --cache-dir and
+# --work-dir where they are not the defaults; with --sudo, prefixed by sudo
+# unless root, and with both directories always (sudo's HOME is root's, so
+# its default cache would not be this one).
+next_cmd() {
+  local sudo=0 out
+  if [[ $1 == --sudo ]]; then
+    sudo=1
+    shift
+  fi
+  out=$(quote_cmd "$0" "$@")
+  [[ ${sudo} -eq 0 ]] || is_root || out="sudo ${out}"
+  if [[ ${sudo} -eq 1 || ${P2P_CACHE_DIR} != "${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p" ]]; then
+    out+=" --cache-dir $(printf '%q' "${P2P_CACHE_DIR}")"
+  fi
+  if [[ ${sudo} -eq 1 || ${P2P_WORK_DIR} != "${P2P_CACHE_DIR}/work" ]]; then
+    out+=" --work-dir $(printf '%q' "${P2P_WORK_DIR}")"
+  fi
+  [[ -z ${P2P_ROOT} ]] || out+=" --root $(printf '%q' "${P2P_ROOT}")"
+  printf '%s\n' "${out}"
 }
 
 log_line() {

@@ -398,6 +398,16 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ -n ${FAKE_MAKE_FAIL:-} ]] && { echo "nv.c:1: error: fake failure" >&2; exit 2; }
+# FAKE_MAKE_PROGRESS=1: a slow build, with make's and kbuild's kinds of lines.
+if [[ -n ${FAKE_MAKE_PROGRESS:-} ]]; then
+  echo "make[1]: Entering directory '${dir}/src/nvidia'"
+  echo "   CC           src/kernel/gpu/bus/kern_bus.c"
+  sleep 2
+  echo "make[1]: Leaving directory '${dir}/src/nvidia'"
+  echo "make[1]: Entering directory '/usr/src/linux-headers-${krel}'"
+  echo "  CC [M]  ${dir}/kernel-open/nvidia-uvm/uvm_va_space.o"
+  sleep 2
+fi
 # FAKE_KO_VERSION=from-path: the version is the tag in the tree's path (WORK/TAG/...).
 [[ ${version} == from-path ]] && version=$(grep -oE '/[0-9]+\.[0-9]+(\.[0-9]+)?/' <<<"${dir}/" | tail -n 1 | tr -d /)
 for m in nvidia nvidia-uvm nvidia-modeset nvidia-drm nvidia-peermem; do

@@ -570,3 +570,53 @@ KBUILD
   assert_equal "$(P2P_DATA_DIR=${REPO_ROOT} kernel_rules_unmet "${tree}" 6.7.1 | cut -d: -f1 | tr '\n' ' ')" \
     "Linux 6.5+ Linux 6.7+ "
 }
+
+@test "a run that does work names its log on its first line, a failed fetch too; the log is there" {
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_regex "${lines[0]}" "^build.sh: log: ${CACHE}/logs/[0-9TZ]+-[0-9]+\.log$"
+  assert_file_exist "${lines[0]#build.sh: log: }"
+  run_build fetch 999.20.01 --source "${BATS_TEST_TMPDIR}/no-such-source"
+  assert_failure
+  assert_regex "${lines[0]}" "^build.sh: log: ${CACHE}/logs/"
+  assert_file_exist "${lines[0]#build.sh: log: }"
+}
+
+@test "a long build says which part it is in, and every few seconds how long it took and the last object" {
+  NVP2P_PROGRESS_SECONDS=1 FAKE_MAKE_PROGRESS=1 run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_output --regexp '\[[0-9]{2}:[0-9]{2}\] build     now: nv-kernel.o \(src/nvidia\)'
+  assert_output --regexp '\[[0-9]{2}:[0-9]{2}\] build     now: kernel-open, nvidia-uvm'
+  assert_output --regexp 'build     still building: 0 min [0-9]+ s so far, in nv-kernel.o \(src/nvidia\); last: CC src/kernel/gpu/bus/kern_bus.c'
+  # paths relative to the build tree
+  assert_output --regexp 'build     still building: 0 min [0-9]+ s so far, in kernel-open, nvidia-uvm; last: CC \[M\] kernel-open/nvidia-uvm/uvm_va_space.o'
+  # NO_COLOR, no terminal: plain lines
+  refute_output --partial $'\033'
+  # make's output is in the log, the progress lines only on stderr
+  local log=${lines[0]#build.sh: log: }
+  run grep -c 'CC \[M\]' "${log}"
+  assert_output 1
+  run grep -c 'still building' "${log}"
+  assert_output 0
+  # the watcher is gone with the run: the next run gets the lock
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+}
+
+@test "fetch, patch and build end with a next: line naming the next command" {
+  run_build patch "${FIXTURE_TAG}"
+  assert_success
+  assert_line "build.sh: next: ${BUILD_SH} build ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK}"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${FIXTURE_KREL}" --no-ccache
+  assert_success
+  assert_line "build.sh: next: ${BUILD_SH} install ${FIXTURE_TAG} --kernel ${FIXTURE_KREL} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT}"
+  as_user
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --no-ccache
+  assert_line "build.sh: next: sudo ${BUILD_SH} install ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} --root ${ROOT}"
+  run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-run
+  assert_success
+  assert_line --partial "build.sh: next: ${BUILD_SH} build ${FIXTURE_TAG} --cache-dir ${CACHE} --work-dir ${WORK} (it patches first"
+  # a dry run did nothing to go on from
+  run_build --dry-run patch "${FIXTURE_TAG}"
+  refute_output --partial "next:"
+}

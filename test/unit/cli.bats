@@ -506,3 +506,16 @@ GOOD_LINE="565.57.01 565 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea
   assert_failure 3
   assert_output --partial "did you mean 610.57.04?"
 }
+
+@test "the help says which runs write a log, and a dry run writes none, as it says" {
+  run_build --help
+  assert_output --partial "names it
+on its first line (build.sh: log: FILE); list, check, preflight, doctor,
+help and --dry-run change nothing and write none."
+  run_build --dry-run fetch 565.57.01
+  assert_success
+  refute_output --partial "log:"
+  run_build list
+  assert_success
+  assert_not_exist "${CACHE}"
+}

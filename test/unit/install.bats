@@ -563,3 +563,9 @@ smi_reports() {
   assert_failure 10
   assert_output --partial "no modules of ${FIXTURE_TAG} built for ${FIXTURE_KREL}"
 }
+
+@test "install ends with a next: line: reboot, then verify" {
+  install_fixture
+  assert_success
+  assert_line "build.sh: next: reboot (or reload the modules: docs/install.md), then: ${BUILD_SH} verify"
+}
