@@ -5,12 +5,18 @@
 # them); each command's help sits next to its code (help_<command>).
 set -euo pipefail
 shopt -s inherit_errexit
+# Until install_traps (below, once lib/common.sh is read): a Ctrl-C while the
+# library loads is said too, not a silent exit (not where a test sources this).
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  trap 'printf "\nbuild.sh: interrupted\n" >&2; exit 130' INT TERM
+fi
 
 P2P_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)/lib"
 readonly P2P_VERSION="0.1.0"
 
 # shellcheck source=lib/common.sh
 source "${P2P_LIB_DIR}/common.sh"
+[[ "${BASH_SOURCE[0]}" != "$0" ]] || install_traps
 # shellcheck source=lib/versions.sh
 source "${P2P_LIB_DIR}/versions.sh"
 # shellcheck source=lib/02-cli.sh
@@ -135,6 +141,17 @@ RB_NEW_FAMILY=""
 RB_COMMITTED=1
 RB_BASE=""
 
+# dir_option_check OPTION DIR: DIR (given, or the default) is a directory or
+# does not exist yet (made when needed); else a usage error, not mkdir's.
+dir_option_check() {
+  local opt=$1 dir=$2 p=$2
+  while [[ ! -e ${p} && ${p} == */* ]]; do
+    p=${p%/*}
+  done
+  [[ -z ${p} || -d ${p} ]] ||
+    die "${EX_USAGE}" "${opt} ${dir}: ${p} is not a directory"
+}
+
 # main ARGS: global options anywhere; then a command, or a tag for the pipeline.
 main() {
   local -a rest=()
@@ -174,6 +191,9 @@ main() {
   P2P_ROOT=${P2P_ROOT%/}
   P2P_CACHE_DIR=${P2P_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/nvidia-p2p}
   P2P_WORK_DIR=${P2P_WORK_DIR:-${P2P_CACHE_DIR}/work}
+  dir_option_check --cache-dir "${P2P_CACHE_DIR}"
+  dir_option_check --work-dir "${P2P_WORK_DIR}"
+  [[ -z ${P2P_ROOT} ]] || dir_option_check --root "${P2P_ROOT}"
   set -- "${rest[@]+"${rest[@]}"}"
   cmd=${1:-}
   if [[ -z ${cmd} ]]; then

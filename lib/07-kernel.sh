@@ -44,8 +44,15 @@ resolve_kernel_headers() {
   P2P_KREL=$(kernel_release_of "${P2P_SYSOUT}") || P2P_KREL=${kver}
 }
 
+# headers_package_hint KVER: how to get the headers of KVER: the package of
+# this distribution; for a kernel whose release is no distribution's
+# (distro_kernel), no package has them: its own build tree, --kernel-src.
 headers_package_hint() {
   local id=""
+  if ! distro_kernel "$1"; then
+    printf 'no distribution packages headers for %s (not a distribution kernel'"'"'s release): build against the tree it was built in, with its .config and Module.symvers: --kernel-src DIR' "$1"
+    return 0
+  fi
   if [[ -r ${P2P_ROOT}/etc/os-release ]]; then
     id=$(sed -n -E 's/^ID_LIKE=|^ID=//p' "${P2P_ROOT}/etc/os-release" | tr -d '"' | tr '\n' ' ')
   fi
@@ -54,6 +61,21 @@ headers_package_hint() {
   *" fedora "* | *" rhel "*) printf 'dnf install kernel-devel-%s' "$1" ;;
   *) printf 'the kernel headers package for %s' "$1" ;;
   esac
+}
+
+# distro_kernel KVER: KVER is named as distributions name their kernels:
+# Debian and Ubuntu (6.1.0-56-amd64, 6.8.0-45-generic, 6.12.38+deb13-amd64,
+# 6.12.12+bpo-amd64), Fedora and RHEL (6.11.4-301.fc41.x86_64,
+# 5.14.0-427.13.1.el9_4.x86_64), Arch and its kin (6.10.10-arch1-1,
+# 6.12.1-zen1-1-zen, 6.12.1-1-cachyos, 6.6.63-1-lts), openSUSE (6.4.0-150600.23-default).
+# A kernel built by hand (6.18.44-fc-v1294) is none of them.
+distro_kernel() {
+  local v='[0-9]+\.[0-9]+(\.[0-9]+)?'
+  [[ $1 =~ ^${v}-[0-9]+(\.[0-9]+)*-[a-z][a-z0-9-]*$ ||
+    $1 =~ ^${v}\+(deb[0-9]+(u[0-9]+)?|bpo)-[a-z][a-z0-9-]*$ ||
+    $1 =~ ^${v}-[0-9][0-9.]*\.(fc|el)[0-9][0-9_.]*\.(x86_64|aarch64|noarch)(\+[a-z]+)?$ ||
+    $1 =~ ^${v}-(arch|zen|hardened|lts)[0-9]*-[0-9]+(-[a-z]+)?$ ||
+    $1 =~ ^${v}-[0-9]+-(lts|cachyos|zen|hardened)[a-z0-9-]*$ ]]
 }
 
 # kernel_release_of DIR: the release modules built against DIR carry in their

@@ -53,6 +53,12 @@ cmd_fetch() {
 fetch_source() {
   local tag=$1 dest tmp tree
   dest=$(cache_src_dir "${tag}")
+  # every source is checked against its pinned git tree id (and a git
+  # repository is read) with git: without it, say so, not blame the source
+  # (the pipeline's preflight said so already)
+  if ! command -v git >/dev/null 2>&1 && [[ ${P2P_IN_PIPELINE} -eq 0 ]]; then
+    preflight_fail "${EX_PREFLIGHT}" "'git' is required but not installed (Debian package: git): fetch checks every source against its pinned git tree id"
+  fi
   if [[ -d ${dest} && -z ${P2P_SOURCE} ]]; then
     stage verify "cached source ${dest}"
     [[ ${P2P_DRY_RUN} -eq 1 ]] && return 0

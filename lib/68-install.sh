@@ -93,7 +93,8 @@ help_uninstall() {
   usage_synopsis uninstall
   cat <<'EOF'
 
-Remove what `build.sh install` put in place: the DKMS module nvidia-p2p (all
+Remove what `build.sh install` put in place (nothing installed: said, exit
+0, nothing changed): the DKMS module nvidia-p2p (all
 its kernels) and its source, the modules of a --no-dkms install for KVER
 (--kernel KVER; default: every kernel it was installed for), the depmod,
 modprobe and DKMS signing configuration. Then rerun depmod and the initramfs
@@ -318,7 +319,6 @@ cmd_uninstall() {
   local -a kernels=()
   parse_stage_args uninstall tag "$@"
   [[ -z ${tag} ]] || die "${EX_USAGE}" "uninstall takes no tag"
-  [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root || die "${EX_PREFLIGHT}" "uninstall needs root"
   if [[ -n ${P2P_KERNEL} ]]; then
     [[ -e $(p2p_state_dir)/installed-${P2P_KERNEL} ]] && kernels=("${P2P_KERNEL}")
   else
@@ -326,8 +326,13 @@ cmd_uninstall() {
   fi
   dtags=$(dkms_installed_tags | tr '\n' ' ')
   dtags=${dtags% }
-  [[ ${#kernels[@]} -gt 0 || -n ${dtags} ]] ||
-    die "${EX_PREFLIGHT}" "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)"
+  # Nothing installed is the state uninstall makes: said, and a success (a
+  # script that uninstalls twice, or before a first install, goes on).
+  if [[ ${#kernels[@]} -eq 0 && -z ${dtags} ]]; then
+    note "nothing to uninstall: no ${P2P_NAME} install recorded in $(p2p_state_dir)${P2P_KERNEL:+ for kernel ${P2P_KERNEL}} and no DKMS module ${DKMS_MODULE}; nothing was changed"
+    return 0
+  fi
+  [[ ${P2P_DRY_RUN} -eq 1 ]] || is_root || die "${EX_PREFLIGHT}" "uninstall needs root"
   [[ ${P2P_DRY_RUN} -eq 1 ]] || lock_acquire "$(p2p_state_dir)"
   confirm "Remove ${P2P_NAME}${dtags:+ (DKMS module ${DKMS_MODULE}/${dtags})}${kernels[*]:+ for kernel(s) ${kernels[*]}}?"
   txn_begin "uninstall"

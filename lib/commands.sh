@@ -214,14 +214,16 @@ help_check() {
 Exit 0 when <tag> is supported (listed in versions.conf with a complete patch
 family), 3 when it is not (a release newer than versions.conf knows can be
 added with `build.sh rebase <tag>`), 4 when the data for it is malformed.
-Prints the tag's family, what was verified, the patches it gets (a compat
-patch is left out where upstream already has its fix), and the patches its
-family leaves out, with the reason.
+Prints the tag's family, what was verified, the patches of its family, and
+the patches its family leaves out, with the reason. A compat patch whose use
+depends on the source (upstream may have its fix, or lack the code it
+changes) is marked "applied" or "left out", with why, when the tag's
+verified source is in the cache; before that, with what decides it.
 EOF
 }
 
 cmd_check() {
-  local tag="" patches dir name reason upstream needs
+  local tag="" patches dir name reason src=""
   parse_stage_args check tag "$@"
   require_tag "${tag}"
   dir=$(family_dir "${tag}")
@@ -229,17 +231,45 @@ cmd_check() {
   [[ -r ${dir}/modprobe.conf ]] || die "${EX_DATA}" "family ${V_FAMILY[${tag}]} has no modprobe.conf"
   printf '%s: supported, family %s, .run sha256 %s\n' "${tag}" "${V_FAMILY[${tag}]}" "${V_RUN_SHA[${tag}]}"
   printf '  verified: %s\n' "${V_TESTED[${tag}]}"
+  [[ -f "$(cache_src_dir "${tag}").pin" ]] && src=$(cache_src_dir "${tag}")
   while IFS= read -r name; do
     [[ -n ${name} ]] || continue
-    upstream=$(applied_upstream_check "${dir}/${name}") || exit "$?"
-    needs=$(applies_if_check "${dir}/${name}") || exit "$?"
-    printf '  %s%s%s\n' "${name}" "${upstream:+  (left out where upstream has it: ${upstream})}" \
-      "${needs:+  (only where ${needs% *} has ${needs#* })}"
+    printf '  %s%s\n' "${name}" "$(check_patch_use "${dir}/${name}" "${src}")"
   done <<<"${patches}"
   while IFS=$'\t' read -r name reason; do
     [[ -n ${name} ]] && printf '  left out: %s: %s\n' "${name}" "${reason}"
   done < <(family_dropped "${dir}")
   return 0
+}
+
+# check_patch_use PATCHFILE SRC: how check shows a compat patch whose use
+# depends on the source ("  (...)"), nothing for one always applied. With SRC
+# (the tag's verified source) what patch_tree does with it: applied, or left
+# out and why; without it, what decides.
+check_patch_use() {
+  local patch=$1 src=$2 upstream needs when why
+  upstream=$(applied_upstream_check "${patch}") || exit "$?"
+  needs=$(applies_if_check "${patch}") || exit "$?"
+  [[ -n ${upstream}${needs} ]] || return 0
+  if [[ -z ${src} ]]; then
+    when=""
+    [[ -z ${upstream} ]] || when="left out where ${upstream% *} has ${upstream#* } (upstream has the fix)"
+    [[ -z ${needs} ]] || when+="${when:+; }only where ${needs% *} has ${needs#* }"
+    printf '  (source not fetched yet: %s)' "${when}"
+  elif upstream_has "${src}" "${patch}"; then
+    if [[ -e ${src}/${upstream% *} ]]; then
+      printf '  (left out: upstream has the fix, %s has %s)' "${upstream% *}" "${upstream#* }"
+    else
+      printf '  (left out: the source has no %s, nothing to fix)' "${upstream% *}"
+    fi
+  elif lacks_code "${src}" "${patch}"; then
+    printf '  (left out: %s lacks %s, the code it changes)' "${needs% *}" "${needs#* }"
+  else
+    why=""
+    [[ -z ${upstream} ]] || why="${upstream% *} lacks ${upstream#* }, the fix upstream gets later"
+    [[ -z ${needs} ]] || why+="${why:+; }${needs% *} has ${needs#* }"
+    printf '  (applied: %s)' "${why}"
+  fi
 }
 
 help_verify() {
@@ -251,7 +281,8 @@ integrity-checked peer copies and peer loads/stores, bandwidth and latency
 matrices with P2P on and off, and NCCL all-reduce with P2P allowed and
 disallowed. Needs the CUDA toolkit (nvcc) to build; NCCL is optional.
 Its exit code is the verdict (0 = every pair has P2P and every byte arrived);
-see `verify/p2p-verify --help` and verify/README.md. When P2P fails (20, 21,
+see `verify/p2p-verify --help` and verify/README.md. Before it runs,
+build.sh's own codes: 10 without nvcc, 8 when the tool does not compile. When P2P fails (20, 21,
 23) it points to `build.sh doctor --verify`, which says why.
 
   --build-only   only compile the tool
@@ -274,7 +305,11 @@ cmd_verify() {
     shift
   done
   stage verify "building verify/p2p-verify"
-  run make -s -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify (is the CUDA toolkit installed? nvcc on PATH or CUDA_HOME set)"
+  need_cmd make make
+  # the Makefile's own test for nvcc (NVCC, CUDA_HOME, PATH, /usr/local/cuda)
+  run make -s -C "${P2P_DATA_DIR}/verify" nvcc-present >&2 ||
+    die "${EX_PREFLIGHT}" "the CUDA toolkit's nvcc is required to build verify/p2p-verify, and none was found (Debian: nvidia-cuda-toolkit, or NVIDIA's CUDA toolkit; nvcc on PATH, or CUDA_HOME or NVCC set)"
+  run make -s -C "${P2P_DATA_DIR}/verify" >&2 || die "${EX_BUILD}" "could not build verify/p2p-verify with nvcc (its errors above)"
   [[ ${P2P_VERIFY_BUILD_ONLY} -eq 1 ]] && return 0
   [[ ${P2P_DRY_RUN} -eq 1 ]] && { printf 'would run: %s\n' "$(quote_cmd "${P2P_DATA_DIR}/verify/p2p-verify" "${tool_args[@]+"${tool_args[@]}"}")"; return 0; }
   stage verify "running p2p-verify"
@@ -289,7 +324,20 @@ cmd_verify() {
 help_exit_codes() {
   printf 'Exit codes of build.sh:\n'
   exit_code_table | sed 's/^/  /'
-  printf 'build.sh verify exits with the verdict of verify/p2p-verify (see its --help).\n'
+  printf 'build.sh verify exits with the verdict of verify/p2p-verify (see its --help),\n'
+  printf 'or, before it runs, 10 (no nvcc) or 8 (the tool does not compile).\n'
+}
+
+help_help() {
+  cat <<'EOF'
+Usage: build.sh help [<command> | all | exit-codes | help]
+
+Without a topic: the overview of commands and global options (as
+build.sh --help). With a command: its help (as build.sh <command> --help);
+all (or pipeline, tag): the pipeline's, build.sh <tag>; exit-codes: every
+exit code and its meaning; help: this text. Exit 0; 2 for a topic it does
+not know.
+EOF
 }
 
 usage() {
@@ -363,7 +411,8 @@ cmd_help() {
   exit-codes) help_exit_codes ;;
   fetch | patch | build | install | uninstall | preflight | verify | list | check | rebase | package | container | repo | doctor) "help_${topic}" ;;
   all | pipeline | tag) help_all ;;
-  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package container repo doctor)" ;;
+  help) help_help ;;
+  *) die "${EX_USAGE}" "no help for '${topic}' (commands: fetch patch build install uninstall preflight verify list check rebase package container repo doctor; also all, exit-codes, help)" ;;
   esac
   [[ -z ${topic} ]] || printf 'More: %s\n' "$(help_page "${topic}")"
 }

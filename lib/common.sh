@@ -15,9 +15,9 @@ P2P_EXIT_CODES=(
   "FETCH 5 source or .run could not be obtained (download, unpack, missing file)"
   "CHECKSUM 6 source tree does not match its pin, a patched tree changed since it was patched (the file is named), or .run checksum mismatch (or none pinned to check against)"
   "PATCH 7 a patch does not apply at fuzz 0 (nothing was written); rebase: rejects, or the registry keys moved"
-  "BUILD 8 kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed"
+  "BUILD 8 kbuild failed, or the built modules failed their checks; container: mmdebstrap, umoci or skopeo failed; verify: verify/p2p-verify does not compile"
   "INSTALL 9 install or uninstall failed; the previous state was restored"
-  "PREFLIGHT 10 preflight refused: not root, headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..."
+  "PREFLIGHT 10 preflight refused: not root, a tool missing (git, g++, quilt, ...; verify: nvcc), headers missing, dkms missing or too old, Secure Boot without a signing key, nothing built..."
   "LOCKED 11 another build.sh run holds the lock (still, after --lock-wait SECONDS)"
   "MISMATCH 12 userspace driver version would differ from the module version, or cannot be told"
   "KERNEL 13 the tag cannot be built for this kernel (kernels.conf says why), or the kernel was built with clang and its clang (of the kernel's major version) or lld is not installed here"
@@ -247,23 +247,42 @@ on_exit() {
   P2P_EXIT_HOOKS+=("$1")
 }
 
+# run_exit_hooks: at exit, the hooks (a rollback), then the temp files. A
+# Ctrl-C or SIGTERM meanwhile neither cuts them short (a rollback half done, a
+# temp tree left) nor goes unsaid: it is noted, and said once they are done.
+P2P_LATE_SIGNAL=0
 run_exit_hooks() {
   local rc=$? i
-  trap - EXIT INT TERM
+  trap - EXIT
+  trap 'P2P_LATE_SIGNAL=1' INT TERM
   for ((i = ${#P2P_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
     "${P2P_EXIT_HOOKS[i]}" "${rc}" || true
   done
   cleanup_temps
+  if [[ ${P2P_LATE_SIGNAL} -eq 1 ]]; then
+    if [[ ${rc} -eq 0 ]]; then
+      printf '\n%s: interrupted as it ended: the run had completed (exit 0)\n' "${P2P_PROG}" >&"${P2P_STDERR}"
+    else
+      printf '\n%s: interrupted while ending: its cleanup was finished first (exit %s)\n' "${P2P_PROG}" "${rc}" >&"${P2P_STDERR}"
+    fi
+    log_line "INTERRUPTED while ending (exit ${rc})"
+  fi
   exit "${rc}"
 }
 
+# on_signal: Ctrl-C, SIGTERM. Said on the run's own stderr (P2P_STDERR): the
+# signal may come while a command's output, stderr too, goes into a file
+# (quilt's log in a temp directory, removed at exit), and it was said there.
 on_signal() {
-  printf '\n%s: interrupted\n' "${P2P_PROG}" >&2
+  printf '\n%s: interrupted\n' "${P2P_PROG}" >&"${P2P_STDERR}"
   log_line "INTERRUPTED"
   exit "${EX_INTERRUPTED}"
 }
 
+# The descriptor of the run's stderr, as it started (install_traps).
+P2P_STDERR=2
 install_traps() {
+  [[ ${P2P_STDERR} != 2 ]] || exec {P2P_STDERR}>&2
   trap run_exit_hooks EXIT
   trap on_signal INT TERM
 }

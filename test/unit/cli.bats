@@ -452,11 +452,50 @@ GOOD_LINE="565.57.01 565 d5a0858f901d15bda4c3d6db19a271507722a860 9ce2d2dae6b0ea
   assert_output --partial "would run: ${REPO_ROOT}/verify/p2p-verify --quick --no-nccl"
 }
 
-@test "verify without a CUDA toolkit fails to build with a clear message (8)" {
-  stub make - <<<'exit 2'
+@test "verify without nvcc is refused (10, a tool missing: a code of its table), naming the toolkit; a tool that does not compile is 8" {
+  # verify/Makefile's own nvcc test, with no nvcc where CUDA_HOME says
+  CUDA_HOME="${BATS_TEST_TMPDIR}/no-cuda" run_build verify --build-only
+  assert_failure 10
+  assert_output --partial "build.sh: the CUDA toolkit's nvcc is required to build verify/p2p-verify, and none was found (Debian: nvidia-cuda-toolkit"
+  # nvcc there, the compile fails
+  stub make - <<<'[[ " $* " == *" nvcc-present "* ]] || exit 2'
   run_build verify --build-only
   assert_failure 8
-  assert_output --partial "could not build verify/p2p-verify"
+  assert_output --partial "could not build verify/p2p-verify with nvcc"
+  # both are in the table, and verify's help says them
+  run_build help exit-codes
+  assert_output --regexp $'\n  10\t[^\n]*verify: nvcc'
+  assert_output --regexp $'\n  8\t[^\n]*verify: verify/p2p-verify does not compile'
+  run_build help verify
+  assert_output --partial "build.sh's own codes: 10 without nvcc, 8 when the tool does not compile"
+}
+
+@test "help help prints the help of help (0)" {
+  run_build help help
+  assert_success
+  assert_line "Usage: build.sh help [<command> | all | exit-codes | help]"
+  assert_output --partial "help: this text"
+  run_build help bogus
+  assert_failure 2
+}
+
+@test "--cache-dir, --work-dir or --root naming a file is a usage error (2) on a build.sh: line, not mkdir's" {
+  : >"${BATS_TEST_TMPDIR}/file"
+  run_build --cache-dir "${BATS_TEST_TMPDIR}/file" fetch 565.57.01
+  assert_failure 2
+  assert_output "build.sh: --cache-dir ${BATS_TEST_TMPDIR}/file: ${BATS_TEST_TMPDIR}/file is not a directory"
+  run "${BUILD_SH}" --cache-dir "${BATS_TEST_TMPDIR}/file/sub" list
+  assert_failure 2
+  assert_output "build.sh: --cache-dir ${BATS_TEST_TMPDIR}/file/sub: ${BATS_TEST_TMPDIR}/file is not a directory"
+  run "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${BATS_TEST_TMPDIR}/file" fetch 565.57.01
+  assert_failure 2
+  assert_output --partial "build.sh: --work-dir ${BATS_TEST_TMPDIR}/file: "
+  run_build --root "${BATS_TEST_TMPDIR}/file" uninstall
+  assert_failure 2
+  assert_output --partial "build.sh: --root ${BATS_TEST_TMPDIR}/file: "
+  # a directory that does not exist yet is made when needed
+  run_build --cache-dir "${BATS_TEST_TMPDIR}/new/cache" list
+  assert_success
 }
 
 @test "contradicting options are refused with 2, the same option twice with the same value is fine" {

@@ -220,3 +220,14 @@ EOF2
   assert_success
   assert_output ""
 }
+
+@test "every package doctor names for a program it collects with is in a tier of ci/setup/deps.sh (lspci: pciutils)" {
+  local pkgs pkg
+  # mokutil is the machine's Secure Boot tool: neither a build nor the tests need it
+  pkgs=$(sed -n -E 's/.*\(package ([a-z0-9.+-]+)\).*/\1/p' "${REPO_ROOT}/lib/85-doctor.sh" | grep -v -x mokutil)
+  [[ ${pkgs} == *pciutils* ]] || fail "doctor no longer names pciutils for lspci: update this test"
+  source "${REPO_ROOT}/ci/setup/deps.sh"
+  for pkg in ${pkgs}; do
+    [[ " ${UNIT_PACKAGES[*]} ${BUILD_PACKAGES[*]} " == *" ${pkg} "* ]] || fail "${pkg} (named by doctor) is in no tier of ci/setup/deps.sh"
+  done
+}

@@ -388,3 +388,17 @@ STUB
   run_build fetch 999.20.01
   assert_failure 6
 }
+
+@test "fetch without git says git is not installed, with its package (10), not that the source is bad" {
+  PATH="$(path_hiding git)" run_build fetch "${FIXTURE_TAG}" --source "${FIX}/upstream" --no-run
+  assert_failure 10
+  assert_output --partial "build.sh: 'git' is required but not installed (Debian package: git)"
+  refute_output --partial "not a usable git repository"
+  PATH="$(path_hiding git)" run_build fetch "${FIXTURE_TAG}" --source "${FIX}/release.tar.xz" --no-run
+  assert_failure 10
+  refute_output --partial "cannot compute the tree id"
+  # a dry run says it as its PROBLEM line, and goes on
+  PATH="$(path_hiding git)" run_build --dry-run fetch "${FIXTURE_TAG}" --no-run
+  assert_failure 10
+  assert_output --partial "PROBLEM: 'git' is required but not installed (Debian package: git)"
+}

@@ -412,9 +412,15 @@ STUB
   refute_output --partial "from the .run"
 }
 
-@test "uninstall with nothing installed is refused (10)" {
+@test "uninstall with nothing installed says so, changes nothing and succeeds (0), as a normal user too" {
   run_build --root "${ROOT}" --yes uninstall
-  assert_failure 10
+  assert_success
+  assert_output --partial "build.sh: nothing to uninstall: no nvidia-p2p install recorded in ${ROOT}/var/lib/nvidia-p2p and no DKMS module nvidia-p2p; nothing was changed"
+  run cat "${ROOT}/etc/modprobe.d/nvidia-p2p.conf"
+  assert_output 'options nvidia previous=1'
+  as_user
+  run_build --root "${ROOT}" uninstall
+  assert_success
   assert_output --partial "nothing to uninstall"
 }
 

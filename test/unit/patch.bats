@@ -267,7 +267,37 @@ add_header_field() {
   run cat "${BATS_TEST_TMPDIR}/out2/.pc/nvidia-p2p.series"
   assert_output $'compat-0001-resize.patch\np2p-0001-route.patch'
   run_build check "${FIXTURE_TAG}"
-  assert_output --partial "compat-0001-resize.patch  (only where kernel-open/nvidia/nv-pci.c has nv_resize(void))"
+  assert_output --partial "compat-0001-resize.patch  (applied: kernel-open/nvidia/nv-pci.c has nv_resize(void))"
+}
+
+@test "check says of a compat patch what patch does with the cached source: applied, or left out and why" {
+  local p="${NVP2P_DATA_DIR}/patches/999/compat-0001-resize.patch"
+  add_header_field "${p}" 'X-Applied-Upstream-If: kernel-open/nvidia/nv-pci.c exclude_bars'
+  # not fetched yet: what decides
+  run "${BUILD_SH}" --cache-dir "${BATS_TEST_TMPDIR}/empty" check "${FIXTURE_TAG}"
+  assert_success
+  assert_line "  compat-0001-resize.patch  (source not fetched yet: left out where kernel-open/nvidia/nv-pci.c has exclude_bars (upstream has the fix))"
+  # the source lacks the fix: applied, and check says so
+  run_build patch "${FIXTURE_TAG}" --out "${BATS_TEST_TMPDIR}/out"
+  assert_success
+  run cat "${BATS_TEST_TMPDIR}/out/.pc/nvidia-p2p.series"
+  assert_line compat-0001-resize.patch
+  run_build check "${FIXTURE_TAG}"
+  assert_success
+  assert_line "  compat-0001-resize.patch  (applied: kernel-open/nvidia/nv-pci.c lacks exclude_bars, the fix upstream gets later)"
+  refute_output --partial "left out where upstream has it"
+  # the source has the fix: left out
+  sed -i 's/^X-Applied-Upstream-If: .*/X-Applied-Upstream-If: kernel-open\/nvidia\/nv-pci.c pci_resize_resource(0,/' "${p}"
+  run_build check "${FIXTURE_TAG}"
+  assert_line "  compat-0001-resize.patch  (left out: upstream has the fix, kernel-open/nvidia/nv-pci.c has pci_resize_resource(0,)"
+  # no such file: nothing to fix
+  sed -i 's/^X-Applied-Upstream-If: .*/X-Applied-Upstream-If: kernel-open\/nvidia\/libspdm_shash.c X/' "${p}"
+  run_build check "${FIXTURE_TAG}"
+  assert_line "  compat-0001-resize.patch  (left out: the source has no kernel-open/nvidia/libspdm_shash.c, nothing to fix)"
+  # X-Applies-If whose code is not there
+  sed -i 's/^X-Applied-Upstream-If: .*/X-Applies-If: kernel-open\/nvidia\/nv-pci.c nv_resize_v2/' "${p}"
+  run_build check "${FIXTURE_TAG}"
+  assert_line "  compat-0001-resize.patch  (left out: kernel-open/nvidia/nv-pci.c lacks nv_resize_v2, the code it changes)"
 }
 
 @test "X-Applies-If on a p2p patch is refused (4)" {
@@ -443,4 +473,37 @@ add_header_field() {
   refute_output --partial "not fetched yet"
   refute_line --partial "compat-0001-resize.patch"
   assert_line "  p2p-0001-route.patch"
+}
+
+@test "Ctrl-C or SIGTERM at any point of patch is said (interrupted, 130) or the run completed; no temp tree is left" {
+  local quilt d sig pid rc
+  quilt=$(command -v quilt)
+  # a slower quilt, so that signals land before, during and after it
+  stub quilt - <<STUB
+sleep 0.3
+exec $(printf '%q' "${quilt}") "\$@"
+STUB
+  for sig in INT TERM; do
+    for d in 0.03 0.08 0.15 0.3 0.5 0.7 0.9 1.2; do
+      rm -rf "${WORK}"
+      # a terminal's Ctrl-C: SIGINT to the whole process group, which a
+      # background job of bats would otherwise ignore
+      setsid env --default-signal=INT "${BUILD_SH}" --cache-dir "${CACHE}" --work-dir "${WORK}" \
+        patch "${FIXTURE_TAG}" >"${BATS_TEST_TMPDIR}/out" 2>&1 &
+      pid=$!
+      sleep "${d}"
+      kill "-${sig}" -- "-${pid}" 2>/dev/null || true
+      rc=0
+      wait "${pid}" || rc=$?
+      run cat "${BATS_TEST_TMPDIR}/out"
+      if [[ ${rc} -eq 130 ]]; then
+        assert_output --partial "build.sh: interrupted"
+        assert_not_exist "${WORK}/${FIXTURE_TAG}/patched"
+      else
+        assert_equal "${rc}" 0
+        assert_line "${WORK}/${FIXTURE_TAG}/patched"
+      fi
+      assert_equal "$(find "${WORK}" -name '.tmp.*' 2>/dev/null | wc -l)" 0
+    done
+  done
 }
