@@ -41,13 +41,15 @@ fill() {
   dd if=/dev/zero of="$1/filler" bs=64k 2>/dev/null || true
 }
 
-# one_line CODE: the run failed with CODE, printed exactly one build.sh: line,
-# the last, and fewer than 6 lines in all (the stages' progress lines before it).
+# one_line CODE: the run failed with CODE, printed exactly one build.sh: line
+# besides the first, which names the log ("build.sh: log: FILE"), as the last,
+# and fewer than 7 lines in all (the stages' progress lines before it).
 one_line() {
   assert_failure "$1"
-  assert_equal "$(grep -c '^build.sh:' <<<"${output}")" 1
+  assert_equal "$(grep '^build.sh:' <<<"${output}" | grep -c -v '^build.sh: log: ')" 1
   assert_line --index -1 --regexp '^build\.sh: '
-  [[ ${#lines[@]} -lt 6 ]] || fail "${#lines[@]} lines of output: ${output}"
+  refute_line --index -1 --regexp '^build\.sh: log: '
+  [[ ${#lines[@]} -lt 7 ]] || fail "${#lines[@]} lines of output: ${output}"
 }
 
 # a source of the fixture tag with 3 MiB more than the tmpfs holds
