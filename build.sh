@@ -218,7 +218,7 @@ main() {
   if [[ ${P2P_DRY_RUN} -eq 0 && ${cmd} != list && ${cmd} != check && ${cmd} != preflight && ${cmd} != doctor ]]; then
     log_open "${P2P_CACHE_DIR}/logs"
     log_line "build.sh ${P2P_VERSION}: ${cmd} $*"
-    [[ -z ${P2P_LOG_FILE} ]] || note "log: ${P2P_LOG_FILE}"
+    P2P_LOG_NOTE=1
   fi
   "cmd_${cmd}" "$@"
 }

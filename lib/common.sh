@@ -61,18 +61,32 @@ die() {
     code=$1
     shift
   fi
+  # a usage error did no work: its log is not named
+  [[ ${code} -eq ${EX_USAGE:-2} ]] || log_note_pending
   printf '%s: %s\n' "${P2P_PROG}" "$*" >&2
   log_line "ERROR($code): $*"
   exit "${code}"
 }
 
+# The log's path, said once, before the first stage line, warning or error of
+# a run that opened a log (main sets P2P_LOG_NOTE=1 after log_open): the
+# first line of every run that does work, and none for a usage error.
+P2P_LOG_NOTE=0
+log_note_pending() {
+  [[ ${P2P_LOG_NOTE} -eq 1 && -n ${P2P_LOG_FILE:-} ]] || return 0
+  P2P_LOG_NOTE=0
+  printf '%s: log: %s\n' "${P2P_PROG}" "${P2P_LOG_FILE}" >&2
+}
+
 warn() {
+  log_note_pending
   printf '%s: warning: %s\n' "${P2P_PROG}" "$*" >&2
   log_line "WARNING: $*"
 }
 
 # note MESSAGE: information for the user, on stderr (stdout carries results).
 note() {
+  log_note_pending
   printf '%s: %s\n' "${P2P_PROG}" "$*" >&2
   log_line "$*"
 }
@@ -91,6 +105,7 @@ use_color() {
 
 # stage NAME TEXT: a progress line with the time since the run started.
 stage() {
+  log_note_pending
   stage_print "$@"
   log_line "STAGE $1: ${*:2}"
 }

@@ -55,7 +55,7 @@ pkginfo() {
   need_makepkg
   arch_package
   assert_success
-  assert_equal "$(printf '%s\n' "${output}" | grep -v '^\[')" "$(printf '%s\n%s' "${ARCH_PKG}" "${ARCH_DIR}")"
+  assert_equal "$(printf '%s\n' "${output}" | grep -v -e '^\[' -e '^build.sh: log: ')" "$(printf '%s\n%s' "${ARCH_PKG}" "${ARCH_DIR}")"
   assert_file_exist "${ARCH_PKG}"
   assert_file_exist "${ARCH_DIR}/PKGBUILD"
   assert_file_exist "${ARCH_DIR}/NVIDIA-kernel-module-source-${T}.tar.xz"
@@ -204,7 +204,7 @@ pkginfo() {
   need_rpmbuild
   rpm_package
   assert_success
-  assert_equal "$(printf '%s\n' "${output}" | grep -v '^\[')" "$(printf '%s\n%s' "${RPM}" "${SRPM}")"
+  assert_equal "$(printf '%s\n' "${output}" | grep -v -e '^\[' -e '^build.sh: log: ')" "$(printf '%s\n%s' "${RPM}" "${SRPM}")"
   assert_file_exist "${RPM}"
   assert_file_exist "${SRPM}"
   assert_equal "$(find "${OUT}" -mindepth 1 -maxdepth 1 | wc -l)" 2
