@@ -515,7 +515,9 @@ rebase_prove() {
     if proof_build "${tag}" "${need[${krel}]}" "${krel}" >"${log}" 2>&1; then
       ok["${krel}"]=1
     else
-      fail["${krel}"]=$(grep -m 1 -E 'build.sh: |error:' "${log}" || tail -n 1 "${log}")
+      # the first error line (not the line that names the run's log)
+      fail["${krel}"]=$(grep -v -E '^build\.sh: (log|next): ' "${log}" | grep -m 1 -E 'build.sh: |error:' ||
+        tail -n 1 "${log}")
       failed+="${krel} "
     fi
   done
